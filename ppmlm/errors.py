@@ -1,0 +1,13 @@
+"""Errors users see. Each names the record and the field so a data team can fix its file."""
+
+
+class PPMLMError(Exception):
+    """Base class: caught by the command line and printed as one line, without a traceback."""
+
+
+class CorpusError(PPMLMError, ValueError):
+    """A corpus that cannot be used as given (missing file, missing column, bad record)."""
+
+
+class BlacklistError(PPMLMError, ValueError):
+    """A blacklist artifact that is missing, incomplete or built with other parameters."""

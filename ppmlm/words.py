@@ -1,0 +1,88 @@
+"""The one definition of a word, shared by every stage.
+
+The graph pass, NER spans, the collator's alignment and the audit must agree on what a word is, or a
+protected word in one stage becomes an unprotected fragment in another. A word is a non-whitespace token
+of spaCy's tokenizer; a *term* is a word's normalized text (Unicode NFKC, optional case folding) or an
+n-gram of them joined by one space. Words without a letter or digit (punctuation, symbols) are never
+terms and break n-grams.
+"""
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterable, Iterator
+
+import spacy
+
+
+@dataclass(frozen=True)
+class Words:
+    """Words of one text: character offsets and the term of each word (None when it is not a term)."""
+
+    starts: list[int]
+    ends: list[int]
+    terms: list[str | None]
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def ngrams(self, n: int) -> Iterator[tuple[int, str]]:
+        """(index of first word, term) for every run of `n` consecutive term words."""
+        terms = self.terms
+        if n == 1:
+            for i, term in enumerate(terms):
+                if term is not None:
+                    yield i, term
+            return
+        run = 0
+        for i, term in enumerate(terms):
+            run = run + 1 if term is not None else 0
+            if run >= n:
+                yield i - n + 1, " ".join(terms[i - n + 1 : i + 1])
+
+
+@lru_cache(maxsize=4)
+def _tokenizer(lang: str):
+    return spacy.blank(lang).tokenizer
+
+
+class WordSegmenter:
+    """Splits text into words and terms with spaCy's rule-based tokenizer (no statistical model)."""
+
+    def __init__(self, lang: str = "en", casefold: bool = False):
+        self.lang = lang
+        self.casefold = casefold
+        self._tokenizer = _tokenizer(lang)
+
+    def normalize(self, text: str) -> str | None:
+        """The term for a word's text, or None when the word has no letter or digit."""
+        if not text.isascii():
+            text = unicodedata.normalize("NFKC", text)
+        if not any(c.isalnum() for c in text):
+            return None
+        return text.casefold() if self.casefold else text
+
+    def term_of(self, text: str) -> str | None:
+        """The term of a multi-word string (e.g. an NER span): its term words joined by one space."""
+        terms = [t for t in self(text).terms if t is not None]
+        return " ".join(terms) if terms else None
+
+    def _words(self, doc) -> Words:
+        starts, ends, terms = [], [], []
+        normalize = self.normalize
+        for token in doc:
+            if token.is_space:
+                continue
+            text = token.text
+            starts.append(token.idx)
+            ends.append(token.idx + len(text))
+            terms.append(normalize(text))
+        return Words(starts, ends, terms)
+
+    def __call__(self, text: str) -> Words:
+        return self._words(self._tokenizer(text))
+
+    def pipe(self, texts: Iterable[str], batch_size: int = 1000) -> Iterator[Words]:
+        for doc in self._tokenizer.pipe(texts, batch_size=batch_size):
+            yield self._words(doc)
