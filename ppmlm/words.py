@@ -3,8 +3,9 @@
 The graph pass, NER spans, the collator's alignment and the audit must agree on what a word is, or a
 protected word in one stage becomes an unprotected fragment in another. A word is a non-whitespace token
 of spaCy's tokenizer; a *term* is a word's normalized text (Unicode NFKC, optional case folding) or an
-n-gram of them joined by one space. Words without a letter or digit (punctuation, symbols) are never
-terms and break n-grams.
+n-gram of consecutive term words joined by one space. Words without a letter or digit (punctuation,
+symbols) are never terms and n-grams skip them, so "(555) 123-4567" is the 3-gram "555 123 4567"
+wherever it occurs.
 """
 from __future__ import annotations
 
@@ -27,24 +28,24 @@ class Words:
     def __len__(self) -> int:
         return len(self.starts)
 
+    @property
+    def term_positions(self) -> list[int]:
+        """Indices of the words that are terms; n-grams are runs of n of them, across punctuation."""
+        return [i for i, term in enumerate(self.terms) if term is not None]
+
     def ngrams(self, n: int) -> Iterator[tuple[int, str]]:
-        """(index of first word, term) for every run of `n` consecutive term words."""
-        terms = self.terms
+        """(position in `term_positions`, term) for every n consecutive term words."""
+        terms = [t for t in self.terms if t is not None]
         if n == 1:
-            for i, term in enumerate(terms):
-                if term is not None:
-                    yield i, term
+            yield from enumerate(terms)
             return
-        run = 0
-        for i, term in enumerate(terms):
-            run = run + 1 if term is not None else 0
-            if run >= n:
-                yield i - n + 1, " ".join(terms[i - n + 1 : i + 1])
+        for p in range(len(terms) - n + 1):
+            yield p, " ".join(terms[p : p + n])
 
 
 @lru_cache(maxsize=4)
-def _tokenizer(lang: str):
-    return spacy.blank(lang).tokenizer
+def _blank(lang: str):
+    return spacy.blank(lang)
 
 
 class WordSegmenter:
@@ -53,7 +54,8 @@ class WordSegmenter:
     def __init__(self, lang: str = "en", casefold: bool = False):
         self.lang = lang
         self.casefold = casefold
-        self._tokenizer = _tokenizer(lang)
+        self._tokenizer = _blank(lang).tokenizer
+        self.stop_words = _blank(lang).Defaults.stop_words
 
     def normalize(self, text: str) -> str | None:
         """The term for a word's text, or None when the word has no letter or digit."""

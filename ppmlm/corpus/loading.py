@@ -1,0 +1,149 @@
+"""Loading a corpus from a file, a saved dataset or a Dataset, with one clear error per bad record.
+
+Every later stage relies on three standard columns: `text`, `user_id` and `doc_id`. Users' own column
+names are mapped onto them here, once, and every record is checked before anything is written.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import datasets
+
+from ppmlm.errors import CorpusError
+
+TEXT, USER, DOC = "text", "user_id", "doc_id"
+FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet"}
+
+
+def load_corpus(
+    source,
+    text_column: str = TEXT,
+    user_column: str = USER,
+    doc_id_column: str = DOC,
+) -> datasets.Dataset:
+    """A validated corpus with columns `text`, `user_id`, `doc_id` (all strings) and any others it had.
+
+    `source` is a path to a JSONL, CSV or Parquet file, a directory written by `Dataset.save_to_disk`,
+    or a `datasets.Dataset`. Missing `doc_id`s are numbered by record.
+    """
+    if isinstance(source, datasets.Dataset):
+        dataset, where = source, "the dataset"
+    else:
+        dataset, where = _read(Path(source), id_columns=(user_column, doc_id_column)), str(source)
+    for column in (text_column, user_column):
+        if column not in dataset.column_names:
+            raise CorpusError(
+                f"{where}: no column {column!r} (columns: {', '.join(dataset.column_names)}); "
+                f"name yours with --text-column / --user-column"
+            )
+    has_doc_ids = doc_id_column in dataset.column_names
+    texts, users = dataset[text_column], dataset[user_column]
+    doc_ids = dataset[doc_id_column] if has_doc_ids else [str(i) for i in range(len(dataset))]
+    clean_users, clean_doc_ids, seen = [], [], {}
+    for i, (text, user, doc_id) in enumerate(zip(texts, users, doc_ids)):
+        record = f"{where}: record {i}" + (f" ({doc_id_column}={doc_id!r})" if has_doc_ids else "")
+        if not isinstance(text, str):
+            kind = "null" if text is None else f"not text ({type(text).__name__})"
+            raise CorpusError(f"{record}: column {text_column!r} is {kind}")
+        if not text.strip():
+            raise CorpusError(f"{record}: column {text_column!r} is empty")
+        if user is None or (isinstance(user, str) and not user.strip()) or user != user:  # None, "", NaN
+            raise CorpusError(f"{record}: column {user_column!r} is null or empty (got {user!r})")
+        if doc_id is None or str(doc_id) == "":
+            raise CorpusError(f"{record}: column {doc_id_column!r} is null or empty")
+        doc_id = str(doc_id)
+        if doc_id in seen:
+            raise CorpusError(f"{record}: {doc_id_column} {doc_id!r} repeats record {seen[doc_id]}")
+        seen[doc_id] = i
+        clean_users.append(str(user))
+        clean_doc_ids.append(doc_id)
+    if len(dataset) == 0:
+        raise CorpusError(f"{where}: no records")
+    renames = {c: s for c, s in ((text_column, TEXT),) if c != s}
+    replaced = dict.fromkeys((user_column, doc_id_column, USER, DOC))
+    dataset = dataset.remove_columns([c for c in replaced if c in dataset.column_names])
+    if TEXT in dataset.column_names and text_column != TEXT:
+        dataset = dataset.remove_columns(TEXT)
+    dataset = dataset.rename_columns(renames) if renames else dataset
+    dataset = dataset.add_column(USER, clean_users).add_column(DOC, clean_doc_ids)
+    return dataset.select_columns([TEXT, USER, DOC] + [c for c in dataset.column_names if c not in (TEXT, USER, DOC)])
+
+
+def _read(path: Path, id_columns: tuple[str, ...]) -> datasets.Dataset:
+    if not path.exists():
+        raise CorpusError(f"{path}: no such file or directory")
+    if path.is_dir():
+        try:
+            return datasets.load_from_disk(str(path))
+        except Exception as error:  # load_from_disk raises FileNotFoundError or ValueError with details
+            raise CorpusError(f"{path}: not a directory written by Dataset.save_to_disk ({error})") from None
+    kind = FORMATS.get(path.suffix.lower())
+    if kind is None:
+        raise CorpusError(f"{path}: unknown format {path.suffix!r}; use .jsonl, .csv, .parquet or a saved dataset")
+    if kind == "jsonl":
+        return _read_jsonl(path, id_columns)
+    if kind == "csv":
+        _check_utf8(path)
+        import pandas as pd
+
+        try:
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[])
+        except Exception as error:
+            raise CorpusError(f"{path}: not a readable CSV file ({error})") from None
+        return datasets.Dataset.from_pandas(frame, preserve_index=False)
+    try:
+        return datasets.Dataset.from_parquet(str(path))
+    except Exception as error:
+        raise CorpusError(f"{path}: not a readable Parquet file ({error})") from None
+
+
+def _check_utf8(path: Path) -> None:
+    with path.open("rb") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise CorpusError(f"{path}: line {line_number} is not UTF-8 (byte {error.start})") from None
+
+
+def _read_jsonl(path: Path, id_columns: tuple[str, ...]) -> datasets.Dataset:
+    """Ids may be numbers in one record and strings in another; they are read as strings."""
+    records = []
+    with path.open("rb") as handle:
+        for line_number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise CorpusError(f"{path}: line {line_number} is not UTF-8 (byte {error.start})") from None
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise CorpusError(f"{path}: line {line_number} is not valid JSON ({error.msg})") from None
+            if not isinstance(record, dict):
+                raise CorpusError(f"{path}: line {line_number} is not a JSON object")
+            for column in id_columns:
+                if isinstance(record.get(column), (int, float)) and not isinstance(record[column], bool):
+                    record[column] = str(record[column])
+            records.append(record)
+    if not records:
+        raise CorpusError(f"{path}: no records")
+    try:
+        return datasets.Dataset.from_list(records)
+    except Exception:  # arrow cannot unify the types of a field across records: name the first culprit
+        raise CorpusError(f"{path}: {_first_type_clash(records)}") from None
+
+
+def _first_type_clash(records: list[dict]) -> str:
+    first_type: dict[str, tuple[type, int]] = {}
+    for i, record in enumerate(records):
+        for key, value in record.items():
+            if value is None:
+                continue
+            seen = first_type.setdefault(key, (type(value), i))
+            if not isinstance(value, seen[0]):
+                return (f"record {i}: column {key!r} is {type(value).__name__} "
+                        f"but {seen[0].__name__} in record {seen[1]}")
+    return "records do not share one schema"

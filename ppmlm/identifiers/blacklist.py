@@ -1,0 +1,399 @@
+"""The blacklist: every term that identifies a person, and where direct identifiers sit in each document.
+
+Built once per corpus from two sources: NER spans (direct identifiers, plus any gold spans a corpus
+carries) and the users × terms graph (indirect identifiers, terms used by fewer than k users). The
+artifact is a directory, and it is sensitive: it lists identifiers in clear.
+
+    terms.jsonl   term, n, kind (direct|indirect|both), users, occurrences, labels
+    spans.jsonl   doc_id, start, end, label (one line per direct-identifier span)
+    stats.json    parameters, counts and per-user distributions (no identifiers, no user ids)
+    graph/        the users × terms graph, so that a new k needs no pass over the text
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import datasets
+import numpy as np
+from tqdm.auto import tqdm
+
+from ppmlm.errors import BlacklistError, CorpusError
+from ppmlm.identifiers.graph import GraphBuilder, UserTermGraph
+from ppmlm.identifiers.labels import NAME
+from ppmlm.identifiers.ner import Span, load_ner
+from ppmlm.words import WordSegmenter, Words
+
+DIRECT, INDIRECT, BOTH = "direct", "indirect", "both"
+K_RANGE = range(1, 11)  # k values whose per-user counts go into stats.json (paper Figure 8)
+
+
+@dataclass
+class TermEntry:
+    term: str
+    n: int
+    kind: str
+    users: int
+    occurrences: int
+    labels: list[str] = field(default_factory=list)
+
+
+class TermMatcher:
+    """Finds occurrences of terms of any length in a document's term words, indexed by first word."""
+
+    def __init__(self, terms: Iterable[str]):
+        self.terms = set(terms)
+        self._lengths: dict[str, set[int]] = defaultdict(set)
+        for term in self.terms:
+            words = term.split(" ")
+            self._lengths[words[0]].add(len(words))
+
+    def matched(self, words: Words) -> np.ndarray:
+        """Boolean per word: part of an occurrence of some term."""
+        hit = np.zeros(len(words), dtype=bool)
+        positions = words.term_positions
+        terms = [words.terms[i] for i in positions]
+        lengths, known = self._lengths, self.terms
+        for p, first in enumerate(terms):
+            for n in lengths.get(first, ()):
+                if p + n <= len(terms) and (n == 1 or " ".join(terms[p : p + n]) in known):
+                    hit[positions[p : p + n]] = True
+        return hit
+
+
+class Blacklist:
+    """Identifier terms and per-document direct spans; decides which words of a document are protected."""
+
+    def __init__(self, terms: dict[str, TermEntry], spans: dict[str, list[Span]], stats: dict | None = None,
+                 casefold: bool = False, graph: UserTermGraph | None = None):
+        self.terms = terms
+        self.spans = spans
+        self.stats = stats or {}
+        self.casefold = casefold
+        self.graph = graph
+        self.segmenter = WordSegmenter(casefold=casefold)
+        self._matcher = TermMatcher(terms)
+
+    @classmethod
+    def from_terms(cls, terms: Iterable[str], spans: dict[str, list[Span]] | None = None, casefold: bool = False):
+        """A hand-made blacklist (tests, or terms a team already knows)."""
+        entries = {t: TermEntry(t, len(t.split(" ")), INDIRECT, 0, 0) for t in terms}
+        return cls(entries, spans or {}, casefold=casefold)
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+    def __contains__(self, term: str) -> bool:
+        return term in self.terms
+
+    def protected_words(self, words: Words, doc_id: str | None = None, spans: list[Span] | None = None) -> np.ndarray:
+        """Boolean per word: part of a blacklisted term occurrence or inside a direct span of this document."""
+        protected = self._matcher.matched(words)
+        spans = self.spans.get(doc_id, ()) if spans is None else spans
+        if spans:
+            protected |= words_in_spans(words, spans)
+        return protected
+
+    def kinds(self) -> dict[str, int]:
+        counts = {DIRECT: 0, INDIRECT: 0, BOTH: 0}
+        for entry in self.terms.values():
+            counts[entry.kind] += 1
+        return counts
+
+    def with_k(self, k: int) -> "Blacklist":
+        """The same corpus with another k, from the saved graph: no pass over the text."""
+        if self.graph is None:
+            raise BlacklistError("this blacklist has no graph/ directory; rebuild it to change k")
+        direct = {t: e for t, e in self.terms.items() if e.kind in (DIRECT, BOTH)}
+        terms = _combine(self.graph, k, direct)
+        stats = json.loads(json.dumps(self.stats))
+        stats["parameters"]["k"] = k
+        stats["counts"].update(_term_counts(self.graph, k, terms))
+        for key in ("protected_share", "gold_coverage", "gold_coverage_by_label"):
+            stats["counts"].pop(key, None)  # these need the text; rebuild to measure them again
+        stats["per_user"].update(_indirect_per_user(self.graph, k))
+        return Blacklist(terms, self.spans, stats, self.casefold, self.graph)
+
+    def summary(self) -> str:
+        """A few lines for a terminal: counts and shares only, never a term."""
+        c = self.stats.get("counts", {})
+        p = self.stats.get("parameters", {})
+        lines = [
+            f"blacklist (k={p.get('k')}, n={p.get('n')}, ner={p.get('ner')}): "
+            f"{c.get('users')} users, {c.get('documents')} documents, {c.get('distinct_terms')} distinct terms",
+            f"  identifiers: {c.get('direct_terms')} direct, {c.get('indirect_terms')} indirect "
+            f"({c.get('both_terms')} both), {c.get('blacklist_terms')} in all",
+            f"  indirect words: {c.get('indirect_share_of_distinct_words', 0):.1%} of distinct words, "
+            f"{c.get('indirect_share_of_word_occurrences', 0):.1%} of word occurrences",
+        ]
+        if "protected_share" in c:
+            lines.append(f"  protected: {c['protected_share']:.1%} of word occurrences")
+        if "gold_coverage" in c:
+            by_label = ", ".join(f"{label} {share:.0%}" for label, share in c["gold_coverage_by_label"].items())
+            lines.append(f"  gold identifier words covered: {c['gold_coverage']:.1%} ({by_label})")
+        return "\n".join(lines)
+
+    def save(self, directory) -> Path:
+        """Writes into a temporary sibling and swaps it in, so a failure never leaves half an artifact."""
+        directory = Path(directory)
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+        try:
+            self._write(staging)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        if directory.exists():
+            retired = directory.with_name(f".{directory.name}.old")
+            shutil.rmtree(retired, ignore_errors=True)
+            directory.rename(retired)
+            staging.rename(directory)
+            shutil.rmtree(retired, ignore_errors=True)
+        else:
+            staging.rename(directory)
+        return directory
+
+    def _write(self, directory: Path) -> None:
+        with (directory / "terms.jsonl").open("w", encoding="utf-8") as handle:
+            for entry in self.terms.values():
+                handle.write(json.dumps(asdict(entry), ensure_ascii=False) + "\n")
+        with (directory / "spans.jsonl").open("w", encoding="utf-8") as handle:
+            for doc_id, spans in self.spans.items():
+                for span in spans:
+                    handle.write(json.dumps({"doc_id": doc_id, "start": span.start, "end": span.end, "label": span.label}) + "\n")
+        stats = dict(self.stats, casefold=self.casefold)
+        (directory / "stats.json").write_text(json.dumps(stats, indent=1) + "\n", encoding="utf-8")
+        if self.graph is not None:
+            self.graph.save(directory / "graph")
+
+    @classmethod
+    def load(cls, directory) -> "Blacklist":
+        directory = Path(directory)
+        missing = [name for name in ("terms.jsonl", "spans.jsonl", "stats.json") if not (directory / name).exists()]
+        if missing:
+            raise BlacklistError(f"{directory}: not a blacklist directory (missing {', '.join(missing)})")
+        terms = {}
+        with (directory / "terms.jsonl").open(encoding="utf-8") as handle:
+            for line in handle:
+                entry = TermEntry(**json.loads(line))
+                terms[entry.term] = entry
+        spans: dict[str, list[Span]] = defaultdict(list)
+        with (directory / "spans.jsonl").open(encoding="utf-8") as handle:
+            for line in handle:
+                record = json.loads(line)
+                spans[record["doc_id"]].append(Span(record["start"], record["end"], record["label"]))
+        stats = json.loads((directory / "stats.json").read_text(encoding="utf-8"))
+        graph = UserTermGraph.load(directory / "graph") if (directory / "graph").exists() else None
+        return cls(terms, dict(spans), stats, stats.get("casefold", False), graph)
+
+
+def words_in_spans(words: Words, spans: list[Span]) -> np.ndarray:
+    """Boolean per word: overlaps one of the spans (a word cut by a span boundary counts)."""
+    starts, ends = np.asarray(words.starts), np.asarray(words.ends)
+    inside = np.zeros(len(words), dtype=bool)
+    for span in spans:
+        inside |= (starts < span.end) & (ends > span.start)
+    return inside
+
+
+def corpus_fingerprint(corpus: datasets.Dataset) -> str:
+    """Changes whenever a text, a user or a document id changes: the key of the blacklist cache."""
+    digest = hashlib.blake2b(digest_size=16)
+    for text, user, doc_id in zip(corpus["text"], corpus["user_id"], corpus["doc_id"]):
+        digest.update(f"{doc_id}\x00{user}\x00{len(text)}\x00".encode())
+        digest.update(text.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def build_blacklist(
+    corpus: datasets.Dataset,
+    k: int = 2,
+    n: int = 1,
+    ner: str = "default",
+    spans_from: str | None = None,
+    gold_field: str | None = "phi",
+    casefold: bool = False,
+    batch_size: int = 64,
+    n_process: int = 1,
+    progress: bool = True,
+) -> Blacklist:
+    """Direct identifiers (NER and/or a corpus field of spans) and indirect ones (terms of < k users).
+
+    `corpus` is a validated corpus (`load_corpus`). When it has a `gold_field` of annotated identifier
+    spans, the stats report the share of gold identifier words the blacklist protects.
+    """
+    if k < 1 or n < 1:
+        raise ValueError("k and n must be at least 1")
+    texts, users, doc_ids = corpus["text"], corpus["user_id"], corpus["doc_id"]
+    spans = _direct_spans(corpus, ner, spans_from, batch_size, n_process, progress)
+    segmenter = WordSegmenter(casefold=casefold)
+    builder = GraphBuilder(n)
+    direct: dict[str, TermEntry] = {}
+    for words, text, user, doc_id in tqdm(
+        zip(segmenter.pipe(texts), texts, users, doc_ids), total=len(texts), desc="graph", disable=not progress
+    ):
+        builder.add(user, words)
+        for span in spans.get(doc_id, ()):
+            for term in _span_terms(words, span, segmenter):
+                entry = direct.setdefault(term, TermEntry(term, len(term.split(" ")), DIRECT, 0, 0))
+                if span.label not in entry.labels:
+                    entry.labels.append(span.label)
+    graph = builder.build()
+    terms = _combine(graph, k, direct)
+    blacklist = Blacklist(terms, spans, casefold=casefold, graph=graph)
+    gold = _gold_spans(corpus, gold_field) if gold_field and gold_field in corpus.column_names else None
+    blacklist.stats = _stats(blacklist, graph, k, corpus, segmenter, gold, progress)
+    blacklist.stats["parameters"] = {
+        "k": k, "n": n, "ner": ner, "spans_from": spans_from, "casefold": casefold,
+        "corpus_fingerprint": corpus_fingerprint(corpus),
+    }
+    return blacklist
+
+
+def _direct_spans(corpus, ner, spans_from, batch_size, n_process, progress) -> dict[str, list[Span]]:
+    spans: dict[str, list[Span]] = defaultdict(list)
+    if spans_from:
+        if spans_from not in corpus.column_names:
+            raise CorpusError(f"no column {spans_from!r} to take spans from (columns: {', '.join(corpus.column_names)})")
+        for doc_id, doc_spans in _gold_spans(corpus, spans_from).items():
+            spans[doc_id].extend(doc_spans)
+    backend = load_ner(ner)
+    if backend is not None:
+        texts = corpus["text"]
+        found = backend.spans(texts, batch_size=batch_size, n_process=n_process)
+        for doc_id, doc_spans in tqdm(zip(corpus["doc_id"], found), total=len(texts), desc=f"NER ({ner})", disable=not progress):
+            spans[doc_id].extend(doc_spans)
+    return {doc_id: sorted(set(s), key=lambda s: (s.start, s.end)) for doc_id, s in spans.items() if s}
+
+
+def _gold_spans(corpus: datasets.Dataset, column: str) -> dict[str, list[Span]]:
+    """Spans from a corpus column: a list of {start, end, label} objects (or [start, end, label]) per record."""
+    spans = {}
+    for i, (doc_id, text, value) in enumerate(zip(corpus["doc_id"], corpus["text"], corpus[column])):
+        doc_spans = []
+        for item in value or ():
+            try:
+                start, end, label = (item["start"], item["end"], item["label"]) if isinstance(item, dict) else item
+                start, end = int(start), int(end)
+            except (KeyError, TypeError, ValueError):
+                raise CorpusError(f"record {i} (doc_id={doc_id!r}): column {column!r} holds {item!r}, "
+                                  f"not a span {{start, end, label}}") from None
+            if not 0 <= start < end <= len(text):
+                raise CorpusError(f"record {i} (doc_id={doc_id!r}): column {column!r} has span {start}-{end} "
+                                  f"outside the text (length {len(text)})")
+            doc_spans.append(Span(start, end, str(label)))
+        if doc_spans:
+            spans[doc_id] = doc_spans
+    return spans
+
+
+def _span_terms(words: Words, span: Span, segmenter: WordSegmenter) -> list[str]:
+    """The span's own term (all its term words) and, for names, each of its words on its own:
+    a surname alone ("Mr. Smith") identifies as much as the full name."""
+    inside = [words.terms[i] for i in np.flatnonzero(words_in_spans(words, [span])) if words.terms[i] is not None]
+    if not inside:
+        return []
+    terms = [" ".join(inside)]
+    if span.label == NAME and len(inside) > 1:
+        stop_words = segmenter.stop_words
+        terms += [t for t in inside if t.lower() not in stop_words and any(c.isalpha() for c in t)]
+    return terms
+
+
+def _combine(graph: UserTermGraph, k: int, direct: dict[str, TermEntry]) -> dict[str, TermEntry]:
+    index = {term: i for i, term in enumerate(graph.terms)}
+    terms: dict[str, TermEntry] = {}
+    for j in np.flatnonzero(graph.indirect(k)):
+        term = graph.terms[j]
+        terms[term] = TermEntry(term, int(graph.term_n[j]), INDIRECT, int(graph.degree[j]), int(graph.occurrences[j]))
+    for term, entry in direct.items():
+        j = index.get(term)
+        users, occurrences = (int(graph.degree[j]), int(graph.occurrences[j])) if j is not None else (entry.users, entry.occurrences)
+        kind = BOTH if term in terms else DIRECT
+        terms[term] = TermEntry(term, entry.n, kind, users, occurrences, sorted(entry.labels))
+    return terms
+
+
+def _term_counts(graph: UserTermGraph, k: int, terms: dict[str, TermEntry]) -> dict:
+    unigram = graph.term_n == 1
+    indirect_words = graph.indirect(k) & unigram
+    kinds = {DIRECT: 0, INDIRECT: 0, BOTH: 0}
+    for entry in terms.values():
+        kinds[entry.kind] += 1
+    return {
+        "distinct_terms": int(len(graph.terms)),
+        "distinct_words": int(unigram.sum()),
+        "blacklist_terms": len(terms),
+        "direct_terms": kinds[DIRECT] + kinds[BOTH],
+        "indirect_terms": kinds[INDIRECT] + kinds[BOTH],
+        "both_terms": kinds[BOTH],
+        "indirect_share_of_distinct_words": float(indirect_words.sum() / max(unigram.sum(), 1)),
+        "indirect_share_of_word_occurrences": float(graph.occurrences[indirect_words].sum() / max(graph.occurrences[unigram].sum(), 1)),
+    }
+
+
+def _indirect_per_user(graph: UserTermGraph, k: int) -> dict:
+    """Distinct indirect identifiers per user at this k, for other k (Figure 8) and for n-grams up to n (Figure 10)."""
+    return {
+        "indirect": graph.user_term_counts(graph.indirect(k)).tolist(),
+        "indirect_by_k": {str(kk): graph.user_term_counts(graph.indirect(kk)).tolist() for kk in K_RANGE},
+        "indirect_by_n": {str(nn): graph.user_term_counts(graph.indirect(k) & (graph.term_n <= nn)).tolist()
+                          for nn in range(1, graph.n + 1)},
+    }
+
+
+def _stats(blacklist: Blacklist, graph: UserTermGraph, k: int, corpus, segmenter, gold, progress) -> dict:
+    """Counts and per-user distributions behind the paper's Figures 2, 3, 8 and 10; no terms, no user ids."""
+    user_index = {u: i for i, u in enumerate(graph.users)}
+    words_per_user = np.zeros(len(graph.users), dtype=np.int64)
+    direct_per_user: list[set] = [set() for _ in graph.users]
+    protected_words = total_words = 0
+    gold_words = defaultdict(lambda: [0, 0])  # label -> [protected, total]
+    for words, text, user, doc_id in tqdm(
+        zip(segmenter.pipe(corpus["text"]), corpus["text"], corpus["user_id"], corpus["doc_id"]),
+        total=len(corpus), desc="protected share", disable=not progress,
+    ):
+        is_term = np.array([t is not None for t in words.terms], dtype=bool)
+        protected = blacklist.protected_words(words, doc_id)
+        total_words += int(is_term.sum())
+        protected_words += int((protected & is_term).sum())
+        u = user_index[user]
+        words_per_user[u] += int(is_term.sum())
+        for span in blacklist.spans.get(doc_id, ()):
+            direct_per_user[u].add(segmenter.term_of(text[span.start:span.end]))
+        for span in (gold or {}).get(doc_id, ()):
+            inside = words_in_spans(words, [span]) & is_term
+            gold_words[span.label][0] += int((inside & protected).sum())
+            gold_words[span.label][1] += int(inside.sum())
+    unigram = graph.term_n == 1
+    degrees, first = np.unique(graph.degree[unigram], return_inverse=True)
+    counts = {
+        "users": len(graph.users),
+        "documents": len(corpus),
+        "word_occurrences": total_words,
+        "protected_share": protected_words / max(total_words, 1),
+    }
+    if gold is not None:
+        covered, total = (sum(v[i] for v in gold_words.values()) for i in (0, 1))
+        counts["gold_coverage"] = covered / max(total, 1)
+        counts["gold_coverage_by_label"] = {label: v[0] / max(v[1], 1) for label, v in sorted(gold_words.items())}
+    counts.update(_term_counts(graph, k, blacklist.terms))
+    return {
+        "counts": counts,
+        "per_user": {
+            "words": words_per_user.tolist(),
+            "direct": [len(s - {None}) for s in direct_per_user],
+            **_indirect_per_user(graph, k),
+        },
+        "word_user_degree": {  # Figure 3: how many users share each word, counted over distinct words and occurrences
+            "degree": degrees.tolist(),
+            "distinct_words": np.bincount(first, minlength=len(degrees)).tolist(),
+            "occurrences": np.bincount(first, weights=graph.occurrences[unigram], minlength=len(degrees)).astype(np.int64).tolist(),
+        },
+    }
