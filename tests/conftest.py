@@ -32,7 +32,7 @@ def bert_tokenizer():
 def roberta_tokenizer(tmp_path_factory):
     """A small byte-level BPE tokenizer in RoBERTa format, trained here on clinical-style text."""
     from tokenizers import ByteLevelBPETokenizer
-    from transformers import RobertaTokenizerFast
+    from transformers import AutoTokenizer
 
     bpe = ByteLevelBPETokenizer()
     bpe.train_from_iterator(
@@ -43,6 +43,5 @@ def roberta_tokenizer(tmp_path_factory):
     )
     directory = tmp_path_factory.mktemp("roberta_tokenizer")
     bpe.save_model(str(directory))
-    return RobertaTokenizerFast(
-        vocab_file=str(directory / "vocab.json"), merges_file=str(directory / "merges.txt")
-    )
+    (directory / "config.json").write_text('{"model_type": "roberta"}')
+    return AutoTokenizer.from_pretrained(str(directory))
