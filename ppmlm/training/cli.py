@@ -1,0 +1,30 @@
+"""Hydra composition shared by `python train.py`, `accelerate launch train.py` and `ppmlm train`."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+
+from ppmlm.errors import PPMLMError
+
+
+def recipes_dir() -> Path:
+    """recipes/ in the working directory, else the one beside the package (a source checkout)."""
+    for candidate in (Path.cwd() / "recipes", Path(__file__).resolve().parents[2] / "recipes"):
+        if (candidate / "config.yaml").exists():
+            return candidate
+    raise PPMLMError("no recipes/config.yaml here or beside the ppmlm package; run from the project directory")
+
+
+def compose_config(overrides: list[str]):
+    with initialize_config_dir(config_dir=str(recipes_dir()), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides))
+
+
+def train_from_overrides(overrides: list[str]):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the Hub: every model is local
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from ppmlm.training.loop import train
+
+    return train(compose_config(overrides))

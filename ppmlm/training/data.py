@@ -1,0 +1,81 @@
+"""From a configuration to training features: corpus, user split, blacklist, variant, tokenized chunks.
+
+Under several processes the main process builds and caches the blacklist first; the others then read it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import datasets
+
+from ppmlm.corpus.loading import load_corpus
+from ppmlm.corpus.split import UserSplit, split_users
+from ppmlm.features import build_features
+from ppmlm.identifiers.blacklist import Blacklist, build_blacklist, corpus_fingerprint
+from ppmlm.masking.variants import Variant, protected_view, pseudonymize
+
+
+@dataclass
+class RunData:
+    corpus: datasets.Dataset  # every user, as loaded
+    split: UserSplit
+    blacklist: Blacklist  # built on the members: what training must not memorize
+    features: datasets.Dataset  # the members' chunks, `protected` set for this variant
+
+
+def embedded_corpus(users: int, seed: int) -> datasets.Dataset:
+    from ppmlm.corpus.synth import generate_corpus
+
+    return load_corpus(datasets.Dataset.from_list(generate_corpus(users, seed=seed)))
+
+
+def load_run_corpus(data_cfg, seed: int) -> datasets.Dataset:
+    if data_cfg.path is None:
+        return embedded_corpus(data_cfg.synth_users, seed)
+    return load_corpus(data_cfg.path, data_cfg.text_column, data_cfg.user_column, data_cfg.doc_id_column)
+
+
+def members_blacklist(members: datasets.Dataset, cfg, casefold: bool, accelerator) -> Blacklist:
+    """The blacklist of the training users, reused from the cache when corpus and parameters match."""
+    bl = cfg.blacklist
+    if bl.path:
+        return Blacklist.load(bl.path)
+    params = {"k": bl.k, "n": bl.n, "ner": bl.ner, "spans_from": bl.spans_from, "casefold": casefold}
+    key = hashlib.blake2b(
+        (corpus_fingerprint(members) + json.dumps(params, sort_keys=True)).encode(), digest_size=12
+    ).hexdigest()
+    directory = Path(bl.cache_dir) / key
+    with accelerator.main_process_first():
+        if not (directory / "stats.json").exists():
+            if accelerator.is_main_process:
+                accelerator.print(f"building the blacklist of {len(set(members['user_id']))} training users")
+                blacklist = build_blacklist(
+                    members, k=bl.k, n=bl.n, ner=bl.ner, spans_from=bl.spans_from,
+                    casefold=casefold, n_process=bl.n_process,
+                )
+                blacklist.save(directory)
+        else:
+            accelerator.print(f"reusing the cached blacklist {directory}")
+        return Blacklist.load(directory)
+
+
+def prepare(cfg, tokenizer, variant: Variant, accelerator) -> RunData:
+    corpus = load_run_corpus(cfg.data, cfg.seed)
+    split = split_users(corpus["user_id"], seed=cfg.seed, audit_fraction=cfg.data.audit_fraction,
+                        population_fraction=cfg.data.population_fraction)
+    member_set = set(split.members)
+    members = corpus.filter(lambda user: user in member_set, input_columns="user_id")
+    casefold = cfg.blacklist.casefold
+    if casefold is None:  # an uncased tokenizer cannot tell "Smith" from "smith": neither should the terms
+        casefold = tokenizer("A", add_special_tokens=False)["input_ids"] == tokenizer("a", add_special_tokens=False)["input_ids"]
+    blacklist = members_blacklist(members, cfg, casefold, accelerator)
+    if variant.pseudonymize:
+        texts = [pseudonymize(t, blacklist.spans.get(d, ()), cfg.masking.placeholder)
+                 for t, d in zip(members["text"], members["doc_id"])]
+        members = members.remove_columns("text").add_column("text", texts)
+    features = build_features(members, protected_view(blacklist, variant), tokenizer,
+                              max_length=cfg.train.max_length, progress=accelerator.is_main_process)
+    return RunData(corpus, split, blacklist, features)

@@ -1,0 +1,199 @@
+"""One accelerate training loop for every masking variant, on CPU, one GPU or several processes.
+
+Read top to bottom: configuration -> data -> model -> epochs (steps, metrics, checkpoint). Each epoch
+reseeds the masking and dropout from (seed, epoch, rank), so a run resumed from a checkpoint replays the
+same epochs as an uninterrupted one.
+"""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import time
+from pathlib import Path
+
+import torch
+from accelerate import Accelerator, DataLoaderConfiguration
+from accelerate.utils import set_seed
+from omegaconf import OmegaConf
+from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
+from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, get_linear_schedule_with_warmup
+
+from ppmlm.errors import PPMLMError
+from ppmlm.features import FEATURE_COLUMNS
+from ppmlm.masking.collator import PrivacyMaskingCollator
+from ppmlm.masking.variants import get_variant
+from ppmlm.models import default_model_path
+from ppmlm.training.data import prepare
+from ppmlm.training.objective import MaskedLMLoss
+
+COMPLETE = "complete"  # written last in a checkpoint: a run killed while saving never resumes from half of one
+
+
+def train(cfg) -> Path:
+    """Train the configured recipe; returns the run directory."""
+    run_dir = Path(cfg.output_dir)
+    accelerator = Accelerator(
+        cpu=not torch.cuda.is_available(),
+        log_with=cfg.train.tracker,
+        project_dir=str(run_dir),
+        dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),
+    )
+    resume_from = find_resume_point(run_dir, cfg.resume)
+    set_seed(cfg.seed)
+
+    tokenizer = AutoTokenizer.from_pretrained(str(cfg.model.name_or_path or default_model_path()))
+    variant = get_variant(cfg.masking.variant)
+    data = prepare(cfg, tokenizer, variant, accelerator)
+    if accelerator.is_main_process:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+        data.split.save(run_dir / "split.json")
+    accelerator.print(
+        f"{variant.name}: {len(data.split.members)} training users, {len(data.features)} chunks "
+        f"of at most {cfg.train.max_length} tokens; run directory {run_dir}"
+    )
+
+    objective = MaskedLMLoss(load_model(cfg.model, tokenizer))
+    collator = PrivacyMaskingCollator(tokenizer, mlm_probability=cfg.masking.mlm_probability, generator=torch.Generator())
+    loader = DataLoader(
+        data.features.select_columns(list(FEATURE_COLUMNS)),
+        batch_size=cfg.train.batch_size, shuffle=True, collate_fn=collator, num_workers=cfg.train.num_workers,
+    )
+    optimizer = torch.optim.AdamW(objective.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay)
+    objective, optimizer, loader = accelerator.prepare(objective, optimizer, loader)
+    total_steps = cfg.train.epochs * len(loader)
+    scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(cfg.train.warmup_ratio * total_steps), total_steps)
+    accelerator.register_for_checkpointing(scheduler)
+    if cfg.train.tracker:
+        accelerator.init_trackers("ppmlm", config=_flat(OmegaConf.to_container(cfg, resolve=True)))
+
+    start_epoch = 0
+    if resume_from is not None:
+        accelerator.load_state(str(resume_from / "state"))
+        start_epoch = int(resume_from.name.split("-")[1])
+        accelerator.print(f"resuming after epoch {start_epoch} from {resume_from}")
+    metrics = MetricsLog(run_dir / "metrics.jsonl", accelerator)
+
+    for epoch in range(start_epoch, cfg.train.epochs):
+        set_seed(cfg.seed + 1000 * epoch, device_specific=True)  # dropout
+        collator.generator.manual_seed(cfg.seed + 1000 * epoch + accelerator.process_index)  # masking
+        loader.set_epoch(epoch)
+        objective.train()
+        bar = tqdm(loader, desc=f"epoch {epoch + 1}/{cfg.train.epochs}", disable=not accelerator.is_local_main_process)
+        window = StepWindow()
+        for step, batch in enumerate(bar):
+            loss = objective(batch["input_ids"], batch["attention_mask"], batch["labels"]).mean()
+            accelerator.backward(loss)
+            if cfg.train.max_grad_norm:
+                accelerator.clip_grad_norm_(objective.parameters(), cfg.train.max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+            window.add(loss.detach(), (batch["labels"] != -100).sum(), batch["attention_mask"].sum())
+            if (step + 1) % cfg.train.log_every == 0 or step + 1 == len(loader):
+                line = window.flush(accelerator, epoch=epoch + 1, step=epoch * len(loader) + step + 1,
+                                    lr=scheduler.get_last_lr()[0])
+                metrics.write(line)
+                bar.set_postfix(loss=f"{line['loss']:.3f}")
+        save_checkpoint(accelerator, objective, tokenizer, run_dir, epoch + 1)
+        metrics.write({"event": "epoch_end", "epoch": epoch + 1, "checkpoint": f"checkpoints/epoch-{epoch + 1}",
+                       "steps": len(loader), "processes": accelerator.num_processes,
+                       "weight_checksums": weight_checksums(accelerator, objective)})
+    accelerator.end_training()
+    accelerator.print(f"done: checkpoints in {run_dir / 'checkpoints'}")
+    return run_dir
+
+
+def load_model(model_cfg, tokenizer):
+    """A masked-LM from a local checkpoint, the offline warm start, or a config (tiny test models)."""
+    if model_cfg.config is not None:
+        config = AutoConfig.for_model(**OmegaConf.to_container(model_cfg.config, resolve=True), vocab_size=len(tokenizer))
+        return AutoModelForMaskedLM.from_config(config)
+    path = str(model_cfg.name_or_path or default_model_path())
+    if not Path(path).exists():
+        raise PPMLMError(f"model.name_or_path={path}: no such local checkpoint (models are never downloaded)")
+    return AutoModelForMaskedLM.from_pretrained(path)
+
+
+def find_resume_point(run_dir: Path, resume) -> Path | None:
+    """The last complete checkpoint, when resuming is asked for (true) or allowed (auto)."""
+    checkpoints = sorted(
+        (p for p in (run_dir / "checkpoints").glob("epoch-*") if (p / COMPLETE).exists() and (p / "state").exists()),
+        key=lambda p: int(p.name.split("-")[1]),
+    )
+    if resume is True and not checkpoints:
+        raise PPMLMError(f"resume=true but {run_dir} holds no complete checkpoint")
+    if resume is False and checkpoints:
+        raise PPMLMError(f"{run_dir} already holds checkpoints: choose another output_dir, or resume=auto")
+    return checkpoints[-1] if checkpoints else None
+
+
+def save_checkpoint(accelerator, objective, tokenizer, run_dir: Path, epoch: int, keep_states: int = 1) -> Path:
+    """Hugging Face weights and tokenizer for every epoch; optimizer, scheduler and RNG state for the last."""
+    directory = run_dir / "checkpoints" / f"epoch-{epoch}"
+    accelerator.wait_for_everyone()
+    accelerator.save_state(str(directory / "state"))
+    if accelerator.is_main_process:
+        accelerator.unwrap_model(objective).model.save_pretrained(directory)
+        tokenizer.save_pretrained(directory)
+        (directory / COMPLETE).write_text(json.dumps({"epoch": epoch}))
+        states = sorted((p for p in (run_dir / "checkpoints").glob("epoch-*/state")), key=lambda p: int(p.parent.name.split("-")[1]))
+        for old in states[:-keep_states]:
+            shutil.rmtree(old, ignore_errors=True)
+    accelerator.wait_for_everyone()
+    return directory
+
+
+def weight_checksums(accelerator, objective) -> list[float]:
+    """One checksum of the weights per process: all equal when data parallelism kept the ranks in step."""
+    total = sum(p.detach().double().sum() + p.detach().double().abs().sum() for p in objective.parameters())
+    return [round(x, 6) for x in accelerator.gather(total.reshape(1).to(accelerator.device)).tolist()]
+
+
+class StepWindow:
+    """Loss, masked tokens and throughput over the steps since the last metrics line."""
+
+    def __init__(self):
+        self.losses, self.masked, self.tokens, self.start = [], 0, 0, time.perf_counter()
+
+    def add(self, loss, masked, tokens) -> None:
+        self.losses.append(loss)
+        self.masked += int(masked)
+        self.tokens += int(tokens)
+
+    def flush(self, accelerator, **fields) -> dict:
+        local = torch.stack([torch.stack(self.losses).float().mean(), torch.tensor(float(self.masked)),
+                             torch.tensor(float(self.tokens))]).to(accelerator.device)
+        loss, masked, tokens = accelerator.reduce(local, reduction="sum").tolist()
+        elapsed = time.perf_counter() - self.start
+        line = dict(fields, loss=loss / accelerator.num_processes, masked_tokens=int(masked),
+                    tokens_per_s=tokens / max(elapsed, 1e-9))
+        self.__init__()
+        return line
+
+
+class MetricsLog:
+    """metrics.jsonl, written by the main process only; also sent to accelerate's trackers."""
+
+    def __init__(self, path: Path, accelerator):
+        self.path, self.accelerator = path, accelerator
+
+    def write(self, line: dict) -> None:
+        if self.accelerator.is_main_process:
+            with self.path.open("a") as handle:
+                handle.write(json.dumps(dict(line, time=time.time())) + "\n")
+        numbers = {k: v for k, v in line.items() if isinstance(v, (int, float)) and k not in ("epoch", "step")}
+        if "step" in line and numbers:
+            self.accelerator.log(numbers, step=line["step"])
+
+
+def _flat(config: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value if isinstance(value, (int, float, str, bool)) else str(value)
+    return flat

@@ -1,0 +1,112 @@
+"""Training end to end on tiny models: every recipe, resume after a real kill, two processes."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from ppmlm.identifiers.blacklist import Blacklist
+from ppmlm.identifiers.ner import Span
+from ppmlm.masking.variants import VARIANTS, protected_view, pseudonymize
+from ppmlm.training.cli import compose_config
+from ppmlm.training.loop import train
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
+
+
+def overrides(tmp_path, *extra):
+    return [TINY, "data.synth_users=10", "train.max_length=64", "train.epochs=1", "blacklist.ner=none",
+            "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp_path / 'cache'}", *extra]
+
+
+def test_pseudonymize_and_protected_views():
+    text = "Mr. Quill saw Dr. Ode today."
+    spans = [Span(4, 9, "NAME"), Span(18, 21, "NAME")]
+    assert pseudonymize(text, spans) == "Mr. X saw Dr. X today."
+    assert pseudonymize(text, spans, "category") == "Mr. [NAME] saw Dr. [NAME] today."
+    blacklist = Blacklist.from_terms(["gout"], spans={"d": spans})
+    blacklist.terms["Quill"] = type(blacklist.terms["gout"])("Quill", 1, "direct", 1, 1, ["NAME"])
+    assert protected_view(blacklist, VARIANTS["mlm"]) is None
+    assert set(protected_view(blacklist, VARIANTS["dppmlm"]).terms) == {"Quill"}
+    assert protected_view(blacklist, VARIANTS["ippmlm"]).spans == {}
+    assert set(protected_view(blacklist, VARIANTS["ppmlm"]).terms) == {"Quill", "gout"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe", ["mlm", "mlma", "ppmlm", "dppmlm", "ippmlm"])
+def test_every_recipe_trains_and_checkpoints(tmp_path, recipe):
+    run_dir = train(compose_config(overrides(tmp_path, f"recipe={recipe}", f"output_dir={tmp_path / recipe}")))
+    checkpoint = run_dir / "checkpoints" / "epoch-1"
+    assert (checkpoint / "model.safetensors").exists() and (checkpoint / "tokenizer.json").exists()
+    lines = [json.loads(l) for l in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    steps = [l for l in lines if "loss" in l]
+    assert steps and all({"loss", "lr", "masked_tokens", "tokens_per_s"} <= set(l) for l in steps)
+    assert json.loads((run_dir / "split.json").read_text())["members"]
+    assert f"variant: {recipe}" in (run_dir / "config.yaml").read_text()
+
+
+def test_corpus_by_path(tmp_path):
+    from ppmlm.corpus.synth import generate_corpus, write_jsonl
+
+    records = [{"note": r["text"], "patient": r["user_id"], "id": r["doc_id"]} for r in generate_corpus(8, seed=1)]
+    write_jsonl(records, tmp_path / "notes.jsonl")
+    cfg = compose_config(overrides(tmp_path, "blacklist.spans_from=null", f"data.path={tmp_path / 'notes.jsonl'}",
+                                   "data.text_column=note", "data.user_column=patient", "data.doc_id_column=id",
+                                   f"output_dir={tmp_path / 'run'}"))
+    assert (train(cfg) / "checkpoints" / "epoch-1" / "complete").exists()
+
+
+def run_command(tmp_path, run_dir, *extra, launcher=(sys.executable,)):
+    args = [*launcher, str(ROOT / "train.py"), *overrides(tmp_path, "train.epochs=2", "train.batch_size=2",
+                                                            f"output_dir={run_dir}", *extra)]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def weights(run_dir, epoch=2):
+    return load_file(str(Path(run_dir) / "checkpoints" / f"epoch-{epoch}" / "model.safetensors"))
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_to_the_same_weights(tmp_path):
+    reference = run_command(tmp_path, tmp_path / "straight")
+    assert reference.wait(timeout=600) == 0, reference.stdout.read()
+    interrupted = run_command(tmp_path, tmp_path / "killed")
+    marker = tmp_path / "killed" / "checkpoints" / "epoch-1" / "complete"
+    deadline = time.time() + 600
+    while not marker.exists() and interrupted.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    interrupted.send_signal(signal.SIGKILL)  # in the middle of epoch 2
+    interrupted.wait()
+    assert not (tmp_path / "killed" / "checkpoints" / "epoch-2" / "complete").exists(), "the kill came too late"
+    resumed = run_command(tmp_path, tmp_path / "killed")
+    output = resumed.communicate(timeout=600)[0]
+    assert resumed.returncode == 0, output
+    assert "resuming after epoch 1" in output
+    expected, got = weights(tmp_path / "straight"), weights(tmp_path / "killed")
+    assert expected.keys() == got.keys()
+    differences = {name: (got[name] - expected[name]).abs().max().item() for name in expected}
+    assert max(differences.values()) <= 1e-6, sorted(differences.items(), key=lambda kv: -kv[1])[:5]
+
+
+@pytest.mark.slow
+def test_two_processes_split_data_and_keep_identical_weights(tmp_path):
+    launcher = (sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no")
+    single = run_command(tmp_path, tmp_path / "one", "train.epochs=1")
+    assert single.wait(timeout=600) == 0, single.stdout.read()
+    double = run_command(tmp_path, tmp_path / "two", "train.epochs=1", launcher=launcher)
+    output = double.communicate(timeout=600)[0]
+    assert double.returncode == 0, output
+    ends = lambda d: [json.loads(l) for l in (d / "metrics.jsonl").read_text().splitlines() if '"epoch_end"' in l]
+    one, two = ends(tmp_path / "one")[-1], ends(tmp_path / "two")[-1]
+    assert two["processes"] == 2 and one["processes"] == 1
+    assert two["steps"] * 2 >= one["steps"] >= two["steps"] * 2 - 1  # each rank sees half the batches
+    assert len(set(two["weight_checksums"])) == 1  # every rank holds the same weights

@@ -1,0 +1,15 @@
+"""Train a recipe: `python train.py recipe=ppmlm`, or `accelerate launch train.py recipe=ppmlm ...`.
+
+Any configuration key can be overridden (see recipes/config.yaml), e.g. data.path=notes.jsonl
+model.name_or_path=/models/roberta-large train.epochs=2 output_dir=runs/notes.
+"""
+import sys
+
+from ppmlm.errors import PPMLMError
+from ppmlm.training.cli import train_from_overrides
+
+if __name__ == "__main__":
+    try:
+        train_from_overrides(sys.argv[1:])
+    except PPMLMError as error:
+        sys.exit(f"train.py: error: {error}")
