@@ -74,6 +74,17 @@ def test_stats_hold_no_identifier_and_no_user_id(tmp_path):
         assert len(term) < 4 or term not in summary
 
 
+def test_a_stray_span_does_not_protect_a_common_word_everywhere():
+    notes = [(f"u{i}", f"d{i}", "Take ibuprofen daily with food.", []) for i in range(12)]
+    notes[0] = ("u0", "d0", "Take ibuprofen daily with food.", [(15, 20, "DATE")])  # one NER false positive
+    blacklist = build_blacklist(corpus(notes), ner="none", spans_from="phi", progress=False)
+    assert "daily" not in blacklist.terms  # tagged in 1 of 12 occurrences
+    records = corpus(notes).to_list()
+    assert protected(blacklist, records[0]) == ["daily"] and protected(blacklist, records[1]) == []
+    every = build_blacklist(corpus(notes), ner="none", spans_from="phi", min_tagged_share=0, progress=False)
+    assert protected(every, records[1]) == ["daily"]
+
+
 def test_default_ner_finds_direct_identifiers():
     notes = [("u1", "a", "Dr. Alvarez saw her at Mercy Hospital on 7/22. Call 555-123-4567.", []),
              ("u2", "b", "Seen again on 7/22 by Dr. Alvarez.", [])]

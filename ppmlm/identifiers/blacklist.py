@@ -42,6 +42,7 @@ class TermEntry:
     users: int
     occurrences: int
     labels: list[str] = field(default_factory=list)
+    tagged: int = 0  # occurrences inside a direct-identifier span
 
 
 class TermMatcher:
@@ -219,6 +220,7 @@ def build_blacklist(
     spans_from: str | None = None,
     gold_field: str | None = "phi",
     casefold: bool = False,
+    min_tagged_share: float = 0.1,
     batch_size: int = 64,
     n_process: int = 1,
     progress: bool = True,
@@ -227,6 +229,11 @@ def build_blacklist(
 
     `corpus` is a validated corpus (`load_corpus`). When it has a `gold_field` of annotated identifier
     spans, the stats report the share of gold identifier words the blacklist protects.
+
+    A span is always protected in its own document. Its term is protected everywhere only when it is
+    longer than the graph's n-grams or when at least `min_tagged_share` of its occurrences fall in a span:
+    one stray NER hit on "daily" or "pain" must not protect every occurrence of the word, while a
+    clinician's surname tagged in most notes is protected in the notes where NER missed it.
     """
     if k < 1 or n < 1:
         raise ValueError("k and n must be at least 1")
@@ -242,15 +249,17 @@ def build_blacklist(
         for span in spans.get(doc_id, ()):
             for term in _span_terms(words, span, segmenter):
                 entry = direct.setdefault(term, TermEntry(term, len(term.split(" ")), DIRECT, 0, 0))
+                entry.tagged += 1
                 if span.label not in entry.labels:
                     entry.labels.append(span.label)
     graph = builder.build()
-    terms = _combine(graph, k, direct)
+    terms = _combine(graph, k, _frequently_tagged(graph, direct, min_tagged_share))
     blacklist = Blacklist(terms, spans, casefold=casefold, graph=graph)
     gold = _gold_spans(corpus, gold_field) if gold_field and gold_field in corpus.column_names else None
     blacklist.stats = _stats(blacklist, graph, k, corpus, segmenter, gold, progress)
     blacklist.stats["parameters"] = {
         "k": k, "n": n, "ner": ner, "spans_from": spans_from, "casefold": casefold,
+        "min_tagged_share": min_tagged_share,
         "corpus_fingerprint": corpus_fingerprint(corpus),
     }
     return blacklist
@@ -306,6 +315,11 @@ def _span_terms(words: Words, span: Span, segmenter: WordSegmenter) -> list[str]
     return terms
 
 
+def _frequently_tagged(graph: UserTermGraph, direct: dict[str, TermEntry], min_share: float) -> dict[str, TermEntry]:
+    index = {term: i for i, term in enumerate(graph.terms)}
+    return {t: e for t, e in direct.items() if t not in index or e.tagged >= min_share * graph.occurrences[index[t]]}
+
+
 def _combine(graph: UserTermGraph, k: int, direct: dict[str, TermEntry]) -> dict[str, TermEntry]:
     index = {term: i for i, term in enumerate(graph.terms)}
     terms: dict[str, TermEntry] = {}
@@ -316,7 +330,7 @@ def _combine(graph: UserTermGraph, k: int, direct: dict[str, TermEntry]) -> dict
         j = index.get(term)
         users, occurrences = (int(graph.degree[j]), int(graph.occurrences[j])) if j is not None else (entry.users, entry.occurrences)
         kind = BOTH if term in terms else DIRECT
-        terms[term] = TermEntry(term, entry.n, kind, users, occurrences, sorted(entry.labels))
+        terms[term] = TermEntry(term, entry.n, kind, users, occurrences, sorted(entry.labels), entry.tagged)
     return terms
 
 
