@@ -1,0 +1,55 @@
+"""What the audit looks at and how hard it looks: the knobs that trade its cost against its precision."""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    """Sizes bound the cost: the audit scores at most `max_users_per_side` members and as many audit
+    non-members, at most `max_chunks_per_user` chunks of each (None: all). Every audited chunk is run
+    through the model under `maskings` whole-word maskings of `mlm_probability` of its words (K in
+    Mireshghallah et al.); consecutive maskings walk through a random order of the words, so every word
+    is masked at least once as soon as K >= 1 / mlm_probability. `mask_each_word` instead masks each word
+    alone, one forward pass per word: the strongest probe, and Goyal et al.'s normalized energy (A.3.2),
+    at about 1 / mlm_probability times the cost.
+
+    The defaults keep the audit under a quarter of one training epoch on the embedded default corpus
+    (bench/audit.py); raise them for a final audit.
+    """
+
+    max_users_per_side: int | None = 8
+    max_chunks_per_user: int | None = 1
+    maskings: int = 10
+    mask_each_word: bool = False
+    mlm_probability: float = 0.15
+    max_length: int = 512
+    batch_size: int = 16
+    k: int | None = None  # indirect-identifier threshold of the identifier-count attack; None: the blacklist's
+    seed: int = 0
+    fpr_levels: tuple[float, ...] = (0.001, 0.01, 0.1)
+    progress: bool = True
+
+    def __post_init__(self):
+        for name in ("max_users_per_side", "max_chunks_per_user"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1 (or None for all), got {value}")
+        if self.maskings < 1:
+            raise ValueError(f"maskings must be at least 1, got {self.maskings}")
+        if not 0 < self.mlm_probability <= 1:
+            raise ValueError(f"mlm_probability must be in (0, 1], got {self.mlm_probability}")
+        if self.batch_size < 1 or self.max_length < 4:
+            raise ValueError("batch_size must be at least 1 and max_length at least 4")
+        object.__setattr__(self, "fpr_levels", tuple(float(level) for level in self.fpr_levels))
+
+    @classmethod
+    def from_run_config(cls, cfg, **overrides) -> "AuditConfig":
+        """The audit of a training run: its `audit` section, its sequence length and masking rate."""
+        known = {f.name for f in fields(cls)}
+        section = {key: value for key, value in dict(cfg.get("audit") or {}).items() if key in known}
+        values = dict(section, max_length=cfg.train.max_length, mlm_probability=cfg.masking.mlm_probability)
+        if "fpr_levels" in values:
+            values["fpr_levels"] = tuple(values["fpr_levels"])
+        values.update(overrides)
+        return cls(**values)
