@@ -1,0 +1,10 @@
+"""The privacy audit: utility, privacy score, identifier-count, loss and likelihood-ratio membership
+attacks, after every training epoch and on any checkpoint (`ppmlm audit`). See docs/audit.md."""
+from ppmlm.audit.checkpoint import audit_checkpoint, audit_training_epoch
+from ppmlm.audit.config import AuditConfig
+from ppmlm.audit.reference import reference_checkpoint, resolve_reference
+from ppmlm.audit.report import write_report
+from ppmlm.audit.runner import run_audit
+
+__all__ = ["AuditConfig", "audit_checkpoint", "audit_training_epoch", "reference_checkpoint", "resolve_reference",
+           "run_audit", "write_report"]

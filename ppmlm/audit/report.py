@@ -1,0 +1,180 @@
+"""report.html: one self-contained page (plots embedded as PNG) over every epoch of an audit directory.
+
+It reads only what the audit wrote (epoch-N.json and the latest epoch's scores files), so it holds
+counts, rates and curves, never a term or a user id.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+from pathlib import Path
+
+import numpy as np
+
+from ppmlm.audit.attacks import SAMPLE_ATTACKS, USER_ATTACKS
+from ppmlm.audit.outputs import read_epochs, read_jsonl, scores_paths, write_atomically
+from ppmlm.audit.roc import roc_curve
+
+ATTACK_NAMES = {
+    "loss": "Loss (Yeom; Jagannatha)",
+    "likelihood_ratio": "Likelihood ratio (Mireshghallah)",
+    "identifier_count": "Identifier count (Boutet)",
+    "identifier_share": "Identifier share",
+}
+
+STYLE = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222;line-height:1.4}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:4px 8px;text-align:right}
+th{background:#eee}td.name{text-align:left}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
+.note{color:#555;font-size:.9em}"""
+
+
+def write_report(out_dir) -> Path:
+    """(Re)writes out_dir/report.html from the epochs present; returns its path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    out_dir = Path(out_dir)
+    epochs = read_epochs(out_dir)
+    if not epochs:
+        raise FileNotFoundError(f"{out_dir}: no epoch-N.json to report on")
+    latest = epochs[-1]
+    samples_path, users_path = scores_paths(out_dir, latest["epoch"])
+    sample_rows = read_jsonl(samples_path) if samples_path.exists() else []
+    user_rows = read_jsonl(users_path) if users_path.exists() else []
+    sections = [
+        f"<h1>Privacy audit</h1><p>Latest audited epoch: {latest['epoch']}. Model: <code>{_text(latest.get('model'))}</code>. "
+        f"Reference model of the likelihood-ratio attack: <code>{_text(latest.get('reference') or 'none')}</code>.</p>"
+        "<p class=note>This report counts identifiers; it never shows one. Scores files beside it hold "
+        "pseudonymous ids and membership labels: they are sensitive too.</p>",
+        "<h2>Summary</h2>" + _summary_table(latest),
+        "<h2>Membership inference: ROC curves (log-log)</h2>"
+        "<p class=note>True-positive rate against false-positive rate of each attack, members against audit "
+        "non-members. The diagonal is a blind guess; what matters is the left part: members found with "
+        "almost no false accusation.</p>" + _image(_roc_figure(sample_rows, user_rows), "ROC curves of the attacks"),
+        "<h2>Privacy and utility per epoch</h2>" + _image(_epochs_figure(epochs), "privacy and utility per epoch"),
+        "<h2>Leaked identifiers against their training frequency</h2>"
+        "<p class=note>One point per identifier the model predicted while the auditor masked the training "
+        "chunks: how often it occurs in training against how often the model produced it.</p>"
+        + _image(_regurgitation_figure(latest), "leaked identifiers against training frequency"),
+        "<h2>Audited sizes</h2>" + _sizes_table(latest),
+    ]
+    page = (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>ppmlm privacy audit</title>"
+            f"<style>{STYLE}</style></head><body>{''.join(sections)}</body></html>\n")
+    path = out_dir / "report.html"
+    write_atomically(path, page)
+    return path
+
+
+def _text(value) -> str:
+    return html.escape(str(value))
+
+
+def _number(value, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _summary_table(figures: dict) -> str:
+    privacy, utility = figures["privacy"], figures["utility"]
+    head = [
+        ("Utility: masked whole-word accuracy, non-members", _number(utility.get("masked_word_accuracy"))),
+        ("Masked whole-word accuracy, members", _number(utility.get("member_masked_word_accuracy"))),
+        ("Privacy: share of identifiers never predicted", _number(privacy["score"], 4)),
+        ("Identifiers predicted / audited (direct; indirect)",
+         f"{privacy['leaked']} / {privacy['identifiers']} ({privacy['direct']['leaked']} / {privacy['direct']['identifiers']}; "
+         f"{privacy['indirect']['leaked']} / {privacy['indirect']['identifiers']})"),
+        ("Identifiers predicted outside the audited chunks", str(privacy["leaked_elsewhere"])),
+    ]
+    if figures.get("dp"):
+        head.append(("Differential privacy", ", ".join(f"{k} {v}" for k, v in figures["dp"].items())))
+    rows = "".join(f"<tr><td class=name>{_text(name)}</td><td>{_text(value)}</td></tr>" for name, value in head)
+    levels = list(figures["config"]["fpr_levels"])
+    header = "".join(f"<th>TPR at FPR {level:.1%}</th>" for level in levels)
+    attack_rows = []
+    for attack in USER_ATTACKS:
+        for level in ("sample", "user"):
+            if level not in figures["attacks"][attack]:
+                continue
+            result = figures["attacks"][attack][level]
+            if result is None:
+                cells = f"<td colspan={len(levels) + 3}>not run</td>"
+            else:
+                cells = (f"<td>{result['auc']:.3f}</td>"
+                         + "".join(f"<td>{result['tpr_at_fpr'][str(float(l))]:.3f}</td>" for l in levels)
+                         + f"<td>{result['advantage']:.3f}</td><td>{result['members']} / {result['non_members']}</td>")
+            attack_rows.append(f"<tr><td class=name>{_text(ATTACK_NAMES[attack])}</td><td class=name>{level}</td>{cells}</tr>")
+    return (f"<table id=summary><tbody>{rows}</tbody></table>"
+            f"<table id=attacks><thead><tr><th>Attack</th><th>Level</th><th>AUC</th>{header}<th>Advantage</th>"
+            f"<th>Members / non-members</th></tr></thead><tbody>{''.join(attack_rows)}</tbody></table>")
+
+
+def _sizes_table(figures: dict) -> str:
+    rows = "".join(f"<tr><td class=name>{_text(k.replace('_', ' '))}</td><td>{_text(v)}</td></tr>" for k, v in figures["audited"].items())
+    return f"<table id=sizes><tbody>{rows}</tbody></table>"
+
+
+def _image(figure, alt: str) -> str:
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    plt.close(figure)
+    return f'<img alt="{_text(alt)}" src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}">'
+
+
+def _roc_figure(sample_rows: list[dict], user_rows: list[dict]):
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4.8))
+    for ax, level, rows, attacks in ((axes[0], "sample", sample_rows, SAMPLE_ATTACKS), (axes[1], "user", user_rows, USER_ATTACKS)):
+        floor = 1.0
+        for attack in attacks:
+            scored = [r for r in rows if r.get(f"{attack}_score") is not None]
+            labels = np.array([r["member"] for r in scored])
+            if len(set(labels.tolist())) < 2:
+                continue
+            fpr, tpr, _ = roc_curve([r[f"{attack}_score"] for r in scored], labels)
+            floor = min(floor, 0.5 / (len(labels) - labels.sum()), 0.5 / labels.sum())
+            ax.plot(fpr, tpr, drawstyle="steps-post", label=ATTACK_NAMES[attack])
+        floor = min(floor, 1e-3)
+        ax.plot([floor, 1], [floor, 1], "k--", linewidth=0.8, label="blind guess")
+        ax.set(xscale="log", yscale="log", xlim=(floor, 1), ylim=(floor, 1.05), xlabel="false-positive rate",
+               ylabel="true-positive rate", title=f"{level} level")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8, loc="lower right")
+    return figure
+
+
+def _epochs_figure(epochs: list[dict]):
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    x = [e["epoch"] for e in epochs]
+    left.plot(x, [e["privacy"]["score"] for e in epochs], "o-", label="privacy (identifiers never predicted)")
+    left.plot(x, [e["utility"].get("masked_word_accuracy") or np.nan for e in epochs], "s-", label="utility (non-member word accuracy)")
+    left.set(xlabel="epoch", ylim=(0, 1.02), title="privacy and utility")
+    for attack in USER_ATTACKS:
+        right.plot(x, [(e["attacks"][attack]["user"] or {}).get("auc", np.nan) for e in epochs], "o-", label=ATTACK_NAMES[attack])
+    right.axhline(0.5, color="k", linestyle="--", linewidth=0.8)
+    right.set(xlabel="epoch", ylim=(0, 1.02), title="user-level attack AUC")
+    for ax in (left, right):
+        ax.set_xticks(x)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8, loc="lower left")
+    return figure
+
+
+def _regurgitation_figure(figures: dict):
+    import matplotlib.pyplot as plt
+
+    counts = figures["privacy"]["regurgitation"]
+    figure, ax = plt.subplots(figsize=(6, 4.2))
+    occurrences, predictions = np.array(counts["training_occurrences"]), np.array(counts["predictions"])
+    if len(occurrences):
+        ax.scatter(np.maximum(occurrences, 1), predictions, alpha=0.6)
+        ax.set(xscale="log", yscale="log")
+    else:
+        ax.text(0.5, 0.5, "no identifier was predicted", ha="center", va="center", transform=ax.transAxes)
+    ax.set(xlabel="occurrences in training", ylabel="times predicted by the model", title=f"epoch {figures['epoch']}")
+    ax.grid(True, which="both", alpha=0.3)
+    return figure

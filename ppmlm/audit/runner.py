@@ -1,0 +1,166 @@
+"""`run_audit`: every measure of the audit on one model, written to the audit directory.
+
+One pass of the target model over the audited chunks' maskings feeds every measure (utility, privacy,
+identifier-count, loss and likelihood-ratio attacks); one pass of the reference model over the same
+maskings feeds the likelihood ratio, and is cached for later epochs.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ppmlm.audit.attacks import all_attack_figures, user_rows_from_samples
+from ppmlm.audit.config import AuditConfig
+from ppmlm.audit.identifiers import AuditorGraph, Identifiers, WordReader, identifier_count, privacy_score
+from ppmlm.audit.metrics import load_metric
+from ppmlm.audit.outputs import Pseudonyms, reference_cache, write_atomically, write_epoch
+from ppmlm.audit.report import write_report
+from ppmlm.audit.sampling import build_samples, choose_users, masking_plan
+from ppmlm.audit.scoring import SampleResult, score_samples
+
+
+def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, config: AuditConfig = AuditConfig(),
+              reference=None, epsilon: dict | None = None) -> dict:
+    """Audit `model` (a loaded masked LM) for members (`split.members`) against audit non-members
+    (`split.audit_non_members`) of `corpus`; `blacklist` holds the training identifiers, `reference` a
+    loaded masked LM for the likelihood-ratio attack (None: that attack is skipped), `epsilon` the DP
+    budget spent (e.g. {"rdp": ..., "prv": ..., "delta": ...}). Writes epoch-N.json, the scores files and
+    report.html in `out_dir`; returns the figures of epoch-N.json."""
+    started = time.perf_counter()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    devices = [model.device.index or 0] if model.device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):  # nothing here may shift the training's random streams
+        generator = torch.Generator().manual_seed(config.seed)
+        present = set(corpus["user_id"])
+        members = choose_users([u for u in split.members if u in present], config.max_users_per_side, generator)
+        non_members = choose_users([u for u in split.audit_non_members if u in present], config.max_users_per_side, generator)
+        roles = {**{u: True for u in members}, **{u: False for u in non_members}}
+        samples = build_samples(corpus, roles, blacklist.segmenter, tokenizer, config.max_length,
+                                config.max_chunks_per_user, generator)
+        plans = [masking_plan(s, config.maskings, config.mlm_probability, config.mask_each_word, generator) for s in samples]
+        samples, plans = zip(*[(s, p) for s, p in zip(samples, plans) if p]) if any(plans) else ((), ())
+        passes = dict(mask_token_id=tokenizer.mask_token_id, pad_token_id=tokenizer.pad_token_id,
+                      batch_size=config.batch_size, progress=config.progress)
+        target = score_samples(model, samples, plans, description=f"audit epoch {epoch}", **passes)
+        reference_results = _reference_pass(reference, samples, plans, out_dir, passes) if reference is not None else None
+
+    reader = WordReader(tokenizer, blacklist.segmenter)
+    graph = AuditorGraph(corpus, set(split.members), set(split.audit_non_members), blacklist.segmenter, reader)
+    k = config.k or blacklist.stats.get("parameters", {}).get("k", 2)
+    pseudonym = Pseudonyms(out_dir)
+    predicted_by_user: dict[str, set] = {u: set() for u in roles}
+    words_by_user: dict[str, set] = {u: set() for u in roles}
+    predicted_in_training: Counter = Counter()
+    sample_rows = []
+    for i, (sample, result) in enumerate(zip(samples, target)):
+        keys = [reader.key(term) for term in sample.terms]
+        words_by_user[sample.user].update(keys[w] for w in sample.maskable_words)
+        for masking in result.predictions:
+            for prediction in masking:
+                key = reader.predicted(prediction, sample.terms[prediction.word])
+                predicted_by_user[sample.user].add(key)
+                if sample.member:
+                    predicted_in_training[key] += 1
+        sample_rows.append(_sample_row(sample, result, reference_results[i] if reference_results else None, pseudonym))
+    identifier_scores = {}
+    for user in roles:
+        identifiers = graph.indirect(words_by_user[user] - {None}, k)
+        count, share = identifier_count(identifiers, predicted_by_user[user])
+        identifier_scores[pseudonym("user", user)] = (len(identifiers), count, share)
+    user_rows = user_rows_from_samples(sample_rows, identifier_scores)
+
+    in_training_text = set().union(*(words_by_user[u] for u in members)) - {None}
+    figures = {
+        "epoch": epoch,
+        "model": getattr(model.config, "_name_or_path", None) or None,
+        "reference": (getattr(reference.config, "_name_or_path", None) or "given model") if reference is not None else None,
+        "audited": {
+            "member_users": len(members), "non_member_users": len(non_members),
+            "member_samples": sum(s.member for s in samples), "non_member_samples": sum(not s.member for s in samples),
+            "maskings_per_sample": config.maskings if not config.mask_each_word else "each word",
+        },
+        "utility": _utility(samples, target),
+        "privacy": privacy_score(Identifiers.from_blacklist(blacklist, reader), in_training_text,
+                                 predicted_in_training, graph.training_occurrences),
+        "attacks": all_attack_figures(sample_rows, user_rows, config.fpr_levels),
+        "identifier_attack_k": k,
+        "dp": epsilon,
+        "config": asdict(config),
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+    write_epoch(out_dir, figures, sample_rows, user_rows)
+    write_report(out_dir)
+    print(summary_line(figures, out_dir), flush=True)
+    return figures
+
+
+def _sample_row(sample, result: SampleResult, reference: SampleResult | None, pseudonym) -> dict:
+    return {
+        "sample": f"{pseudonym('doc', sample.doc_id)}-{sample.chunk}",
+        "user": pseudonym("user", sample.user),
+        "member": int(sample.member),
+        "masked_tokens": int(result.tokens.sum()),
+        "loss": result.loss,
+        "energy": result.energy,
+        "reference_energy": reference.energy if reference is not None else None,
+        "loss_score": -result.loss,
+        "likelihood_ratio_score": reference.energy - result.energy if reference is not None else None,
+    }
+
+
+def _utility(samples, results) -> dict:
+    """Masked whole-word accuracy on the non-members' chunks (the utility), and on the members' for the gap."""
+    figures = {}
+    for name, member in (("masked_word_accuracy", False), ("member_masked_word_accuracy", True)):
+        words = [p for s, r in zip(samples, results) if s.member == member for masking in r.predictions for p in masking]
+        if words:
+            result = load_metric("masked_word_accuracy").compute(predictions=[p.predicted for p in words],
+                                                                 references=[p.original for p in words])
+            figures[name] = result["masked_word_accuracy"]
+            figures[name.replace("accuracy", "count")] = result["words"]
+        else:
+            figures[name] = None
+    return figures
+
+
+def _reference_pass(reference, samples, plans, out_dir: Path, passes: dict) -> list[SampleResult]:
+    """The reference model's energies on the audit's maskings, read from the cache when this reference
+    already scored these very maskings (every epoch audits the same ones)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for parameter in reference.state_dict().values():
+        digest.update(parameter.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes() if parameter.numel() else b"")
+    for sample, plan in zip(samples, plans):
+        digest.update(sample.input_ids.tobytes())
+        for words in plan:
+            digest.update(words.tobytes() + b"|")
+    path = reference_cache(out_dir, digest.hexdigest())
+    if path.exists():
+        cached = json.loads(path.read_text())
+        return [SampleResult(np.array(nll), np.array(tokens)) for nll, tokens in zip(cached["nll"], cached["tokens"])]
+    results = score_samples(reference, samples, plans, with_predictions=False, description="audit reference", **passes)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, json.dumps({"nll": [r.nll.tolist() for r in results], "tokens": [r.tokens.tolist() for r in results]}))
+    return results
+
+
+def summary_line(figures: dict, out_dir: Path) -> str:
+    """One line for logs: rates and counts, never a term or a user id."""
+    privacy, utility = figures["privacy"], figures["utility"]
+    aucs = []
+    for attack, levels in figures["attacks"].items():
+        user = levels.get("user")
+        if user is not None:
+            aucs.append(f"{attack.replace('_', ' ')} {user['auc']:.2f}")
+    accuracy = utility["masked_word_accuracy"]
+    return (f"audit epoch {figures['epoch']}: utility {accuracy:.3f}" if accuracy is not None else f"audit epoch {figures['epoch']}: utility n/a") + (
+        f", privacy {privacy['score']:.4f} ({privacy['leaked']} of {privacy['identifiers']} identifiers predicted)"
+        f", user-level MIA AUC: {', '.join(aucs) or 'n/a'} [{figures['seconds']:.0f}s, {out_dir / 'report.html'}]"
+    )
