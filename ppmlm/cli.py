@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -41,6 +42,22 @@ def _train(args) -> None:
     train_from_overrides(args.overrides)
 
 
+def _audit(args) -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models are local; the Hub is never contacted
+    from ppmlm.audit.command import audit_command
+
+    limits = {"max_users_per_side": args.max_users, "max_chunks_per_user": args.max_chunks}
+    settings = {key: value or None for key, value in limits.items() if value is not None}  # 0: no limit
+    others = {"maskings": args.maskings, "max_length": args.max_length, "batch_size": args.batch_size, "seed": args.seed}
+    settings.update({key: value for key, value in others.items() if value is not None})
+    if args.mask_each_word:
+        settings["mask_each_word"] = True
+    columns = {"text_column": args.text_column, "user_column": args.user_column, "doc_id_column": args.doc_id_column}
+    audit_command(args.model, args.data, args.blacklist, args.out, reference=args.reference, split=args.split,
+                  epoch=args.epoch, columns=columns, settings=settings)
+    print(f"wrote {args.out} (the scores files and .salt are sensitive; report.html and epoch-N.json hold counts only)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ppmlm", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -70,6 +87,27 @@ def build_parser() -> argparse.ArgumentParser:
     train = commands.add_parser("train", help="train with a recipe (same as python train.py)")
     train.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. recipe=ppmlm train.epochs=2")
     train.set_defaults(run=_train)
+
+    audit = commands.add_parser("audit", help="audit a checkpoint: privacy score, utility, membership-inference attacks, report")
+    audit.add_argument("--model", type=Path, required=True, help="checkpoint directory (e.g. runs/ppmlm/checkpoints/epoch-3)")
+    audit.add_argument("--data", required=True, help="the corpus the run was trained on (JSONL, CSV, Parquet or saved dataset)")
+    audit.add_argument("--blacklist", type=Path, required=True, help="the training blacklist directory")
+    audit.add_argument("--out", type=Path, required=True, help="audit directory (epoch-N.json, scores files, report.html)")
+    audit.add_argument("--reference", help="likelihood-ratio reference: population | base | none | a checkpoint directory "
+                                           "(default: the run's audit.reference, else none)")
+    audit.add_argument("--split", type=Path, help="split.json of the run (default: the run's own, else recomputed)")
+    audit.add_argument("--epoch", type=int, help="epoch number to file the results under (default: from epoch-N)")
+    audit.add_argument("--max-users", type=int, help="audited users per side (0: all)")
+    audit.add_argument("--max-chunks", type=int, help="audited chunks per user (0: all)")
+    audit.add_argument("--maskings", type=int, help="random maskings per chunk (K)")
+    audit.add_argument("--mask-each-word", action="store_true", help="mask each word alone instead (slow, strongest)")
+    audit.add_argument("--max-length", type=int, help="tokens per chunk (default: the run's train.max_length, else 512)")
+    audit.add_argument("--batch-size", type=int, help="sequences per forward pass")
+    audit.add_argument("--seed", type=int, help="seed of the audited users, chunks and maskings")
+    audit.add_argument("--text-column")
+    audit.add_argument("--user-column")
+    audit.add_argument("--doc-id-column")
+    audit.set_defaults(run=_audit)
     return parser
 
 

@@ -1,0 +1,49 @@
+"""Auditing a saved checkpoint: the one path used after every training epoch and by `ppmlm audit`.
+
+Both load the model from disk rather than auditing the live training module, so the figures of an epoch
+are exactly what a later `ppmlm audit` of that checkpoint reproduces, and no training wrapper (DDP,
+Opacus) or train-mode state is involved.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from ppmlm.audit.config import AuditConfig
+from ppmlm.audit.reference import resolve_reference
+from ppmlm.audit.runner import run_audit
+from ppmlm.errors import PPMLMError
+
+
+def load_masked_lm(path, device: str | torch.device):
+    """A masked LM from a local directory, in eval mode; loading never draws from the global RNG."""
+    from transformers import AutoModelForMaskedLM
+
+    with torch.random.fork_rng(devices=[]):
+        model = AutoModelForMaskedLM.from_pretrained(str(path))
+    return model.to(device).eval()
+
+
+def audit_checkpoint(checkpoint, corpus, split, blacklist, out_dir, epoch: int, config: AuditConfig = AuditConfig(),
+                     reference=None, epsilon: dict | None = None, device: str | None = None) -> dict:
+    """`run_audit` on the model and tokenizer saved in `checkpoint`; `reference` is a checkpoint path or None."""
+    from transformers import AutoTokenizer
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    tokenizer = AutoTokenizer.from_pretrained(str(checkpoint))
+    model = load_masked_lm(checkpoint, device)
+    reference_model = load_masked_lm(reference, device) if reference is not None else None
+    if reference_model is not None and reference_model.config.vocab_size != model.config.vocab_size:
+        raise PPMLMError(f"reference {reference} has a vocabulary of {reference_model.config.vocab_size} tokens, "
+                         f"the audited model {model.config.vocab_size}: they must share the tokenizer")
+    return run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch, config, reference_model, epsilon)
+
+
+def audit_training_epoch(cfg, run_data, checkpoint, epoch: int, epsilon: dict | None = None) -> dict:
+    """The audit the training loop runs after saving epoch `epoch` (main process only): settings from
+    `cfg.audit`, outputs in `<output_dir>/audit/`. The population reference must already be trained
+    (`reference_checkpoint(cfg)` before training starts, on every process)."""
+    reference = resolve_reference(cfg.audit.reference, cfg, train_missing=False)
+    return audit_checkpoint(checkpoint, run_data.corpus, run_data.split, run_data.blacklist,
+                            Path(cfg.output_dir) / "audit", epoch, AuditConfig.from_run_config(cfg), reference, epsilon)

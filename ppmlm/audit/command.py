@@ -1,0 +1,73 @@
+"""`ppmlm audit`: the audit of any checkpoint, reproducing the one its training run wrote.
+
+When the checkpoint sits in a run directory (`<run>/checkpoints/epoch-N`), the run's config.yaml and
+split.json are read, so the same users, chunks, maskings and reference model are audited as during
+training. Otherwise the split is recomputed from the user ids with the recipes' default seed.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from ppmlm.audit.checkpoint import audit_checkpoint
+from ppmlm.audit.config import AuditConfig
+from ppmlm.audit.reference import resolve_reference
+from ppmlm.errors import PPMLMError
+
+DEFAULT_SPLIT_SEED = 42  # recipes/config.yaml's seed, which training splits users with
+
+
+def run_directory(checkpoint: Path) -> Path | None:
+    """The training run a checkpoint belongs to, when it sits in one."""
+    run = checkpoint.resolve().parent.parent
+    return run if checkpoint.resolve().parent.name == "checkpoints" and (run / "config.yaml").exists() else None
+
+
+def epsilon_of(checkpoint: Path) -> dict | None:
+    """The DP budget spent up to this checkpoint, from the privacy.json a DP run writes beside the weights:
+    {accountant: epsilon, ..., "delta": delta}; None for a non-private run."""
+    path = checkpoint / "privacy.json"
+    if not path.exists():
+        return None
+    spent = json.loads(path.read_text())
+    return {**spent.get("epsilon", {}), "delta": spent.get("privacy", {}).get("delta")}
+
+
+def audit_command(model: Path, data, blacklist: Path, out: Path, reference: str | None = None, split: Path | None = None,
+                  epoch: int | None = None, columns: dict | None = None, settings: dict | None = None) -> dict:
+    """Loads everything the audit needs from paths and runs it; `settings` override AuditConfig fields."""
+    from omegaconf import OmegaConf
+
+    from ppmlm.corpus.loading import load_corpus
+    from ppmlm.corpus.split import UserSplit, split_users
+    from ppmlm.identifiers.blacklist import Blacklist
+
+    model = Path(model)
+    if not (model / "config.json").exists():
+        raise PPMLMError(f"--model {model}: not a saved model directory (no config.json)")
+    run = run_directory(model)
+    cfg = OmegaConf.load(run / "config.yaml") if run is not None else None
+    names = {"text_column": "text", "user_column": "user_id", "doc_id_column": "doc_id"}
+    if cfg is not None:
+        names.update({key: cfg.data[key] for key in names if key in cfg.data})
+    names.update({key: value for key, value in (columns or {}).items() if value is not None})
+    corpus = load_corpus(data, **names)
+    if split is None and run is not None and (run / "split.json").exists():
+        split = run / "split.json"
+    if split is not None:
+        user_split = UserSplit.load(split)
+    elif cfg is not None:
+        user_split = split_users(corpus["user_id"], seed=cfg.seed, audit_fraction=cfg.data.audit_fraction,
+                                 population_fraction=cfg.data.population_fraction)
+    else:
+        user_split = split_users(corpus["user_id"], seed=DEFAULT_SPLIT_SEED)
+    if epoch is None:
+        found = re.fullmatch(r"epoch-(\d+)", model.name)
+        epoch = int(found.group(1)) if found else 0
+    settings = settings or {}
+    config = AuditConfig.from_run_config(cfg, **settings) if cfg is not None else AuditConfig(**settings)
+    if reference is None and cfg is not None:  # as during training; runs from before the audit existed: none
+        reference = OmegaConf.select(cfg, "audit.reference", default=None)
+    return audit_checkpoint(model, corpus, user_split, Blacklist.load(blacklist), out, epoch, config,
+                            resolve_reference(reference, cfg), epsilon_of(model))

@@ -1,0 +1,89 @@
+"""The reference model of the likelihood-ratio attack (Mireshghallah et al.).
+
+The attack compares how well the audited model and a reference model explain a sample; the reference
+must know the domain without having seen the audited users. By default it is trained with the run's own
+recipe on the population users (held out from both training and the attack), once, and cached under a
+key of everything that shapes it: the run's configuration (minus where it writes and how it logs) and
+the corpus. `base` uses the checkpoint the run started from; a path uses that checkpoint.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from ppmlm.errors import PPMLMError
+
+POPULATION, BASE, NONE = "population", "base", "none"
+DEFAULT_CACHE_DIR = ".cache/ppmlm/references"
+# Settings that change where a run writes or how it reports, never the model it trains.
+NOT_IN_KEY = ("output_dir", "resume", "audit")
+NOT_IN_KEY_TRAIN = ("log_every", "tracker", "num_workers")
+
+
+def reference_config(cfg):
+    """The run's configuration retargeted at the population users, its output directory the cache entry."""
+    if "train_users" not in cfg.data:
+        raise PPMLMError("the population reference model needs the config key data.train_users "
+                         "(members | population) in recipes/config.yaml; see docs/audit.md")
+    from ppmlm.identifiers.blacklist import corpus_fingerprint
+    from ppmlm.training.data import load_run_corpus
+
+    shaping = OmegaConf.to_container(cfg, resolve=True)
+    for key in NOT_IN_KEY:
+        shaping.pop(key, None)
+    for key in NOT_IN_KEY_TRAIN:
+        shaping.get("train", {}).pop(key, None)
+    fingerprint = corpus_fingerprint(load_run_corpus(cfg.data, cfg.seed))
+    key = hashlib.blake2b((json.dumps(shaping, sort_keys=True) + fingerprint).encode(), digest_size=12).hexdigest()
+    cache_dir = Path(OmegaConf.select(cfg, "audit.reference_cache_dir", default=None) or DEFAULT_CACHE_DIR)
+    reference = copy.deepcopy(cfg)
+    OmegaConf.update(reference, "data.train_users", POPULATION)
+    OmegaConf.update(reference, "output_dir", str(cache_dir / key))
+    OmegaConf.update(reference, "resume", "auto")  # a killed reference training resumes
+    if OmegaConf.select(reference, "audit") is not None:
+        OmegaConf.update(reference, "audit.enabled", False, force_add=True)  # the reference of a reference is never needed
+    return reference
+
+
+def reference_checkpoint(cfg, train_missing: bool = True) -> Path:
+    """The final checkpoint of the reference model for run configuration `cfg`, trained on the population
+    users when not cached yet (`train_missing=False` raises instead: inside a training loop, where only
+    the main process audits, a nested training run could not synchronize the processes)."""
+    reference = reference_config(cfg)
+    final = Path(reference.output_dir) / "checkpoints" / f"epoch-{reference.train.epochs}"
+    if not (final / "complete").exists():
+        if not train_missing:
+            raise PPMLMError(f"no reference model at {final}: train it first (ppmlm.audit.reference_checkpoint)")
+        from ppmlm.training import train
+
+        print(f"training the reference model on the population users into {reference.output_dir}", flush=True)
+        train(reference)
+    return final
+
+
+def starting_checkpoint(cfg) -> Path:
+    """The checkpoint a run was fine-tuned from (`base`)."""
+    if cfg.model.get("config") is not None:
+        raise PPMLMError("this run built its model from model.config: there is no starting checkpoint to use as "
+                         "reference; give a checkpoint path or 'population'")
+    from ppmlm.models import default_model_path
+
+    return Path(cfg.model.name_or_path or default_model_path())
+
+
+def resolve_reference(spec: str | None, cfg=None, train_missing: bool = True) -> Path | None:
+    """The checkpoint named by `spec`: population | base | none | a path (None: none)."""
+    if spec is None or spec == NONE:
+        return None
+    if spec in (POPULATION, BASE):
+        if cfg is None:
+            raise PPMLMError(f"reference '{spec}' needs the run's configuration (config.yaml beside its checkpoints)")
+        return reference_checkpoint(cfg, train_missing) if spec == POPULATION else starting_checkpoint(cfg)
+    path = Path(spec)
+    if not (path / "config.json").exists():
+        raise PPMLMError(f"reference {spec}: not a saved model directory (no config.json)")
+    return path

@@ -1,0 +1,399 @@
+"""The privacy audit on tiny models: masking plans, scoring, the measures' logic, a model that memorizes
+against one that is protected, `ppmlm audit` end to end, outputs free of identifiers, the report in a
+headless browser."""
+import base64
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from html.parser import HTMLParser
+from pathlib import Path
+from types import SimpleNamespace
+
+import datasets
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import roc_auc_score
+
+from ppmlm.audit import AuditConfig, run_audit
+from ppmlm.audit.command import audit_command
+from ppmlm.audit.identifiers import AuditorGraph, Identifiers, WordReader, identifier_count, privacy_score
+from ppmlm.audit.reference import reference_checkpoint, reference_config, resolve_reference
+from ppmlm.audit.sampling import Sample, build_samples, masking_plan
+from ppmlm.audit.scoring import WordPrediction, score_samples
+from ppmlm.corpus.loading import load_corpus
+from ppmlm.corpus.split import UserSplit
+from ppmlm.errors import PPMLMError
+from ppmlm.identifiers.blacklist import Blacklist, build_blacklist
+from ppmlm.words import WordSegmenter
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
+QUIET = {"progress": False}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def single_thread():
+    """Tiny models on a shared two-core machine run several times faster on one thread."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def tiny_bert(vocab_size: int, seed: int = 0, hidden: int = 32):
+    from transformers import AutoModelForMaskedLM, BertConfig
+
+    torch.manual_seed(seed)
+    return AutoModelForMaskedLM.from_config(BertConfig(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=2,
+                                                       num_attention_heads=2, intermediate_size=2 * hidden))
+
+
+def test_masking_plan_hides_every_word_and_repeats_with_the_seed():
+    terms = [f"w{i}" for i in range(20)]
+    terms[3] = None  # punctuation is never masked
+    word_ids = np.array([-1, *range(8), 7, *range(8, 20), -1])  # word 7 has two subwords
+    sample = Sample("u", "d", 0, True, np.arange(len(word_ids)) + 100, word_ids, terms)
+    maskable = set(sample.maskable_words.tolist())
+    assert maskable == set(range(20)) - {3}
+
+    plan = masking_plan(sample, 10, 0.15, False, torch.Generator().manual_seed(1))
+    assert len(plan) == 10
+    assert all(1 <= len(words) <= 3 and set(words.tolist()) <= maskable for words in plan)  # ceil(0.15 * 19) = 3
+    assert set(np.concatenate(plan[:7]).tolist()) == maskable  # 7 maskings of 3 cover the 19 words
+    again = masking_plan(sample, 10, 0.15, False, torch.Generator().manual_seed(1))
+    assert all(np.array_equal(a, b) for a, b in zip(plan, again))
+    other = masking_plan(sample, 10, 0.15, False, torch.Generator().manual_seed(2))
+    assert not all(np.array_equal(a, b) for a, b in zip(plan, other))
+
+    each = masking_plan(sample, 10, 0.15, True, torch.Generator().manual_seed(1))
+    assert [w.tolist() for w in each] == [[w] for w in sorted(maskable)]
+
+
+def test_scoring_matches_a_plain_forward_pass(bert_tokenizer):
+    """Energies from the head-on-masked-positions path equal the full model's; words keep their subwords."""
+    records = [{"doc_id": "d", "user_id": "u", "text": "Hypertension was treated with lisinopril, then metoprolol."}]
+    corpus = load_corpus(datasets.Dataset.from_list(records))
+    [sample] = build_samples(corpus, {"u": True}, WordSegmenter(), bert_tokenizer, 64, None, torch.Generator())
+    model = tiny_bert(len(bert_tokenizer)).eval()
+    plan = masking_plan(sample, 4, 0.3, False, torch.Generator().manual_seed(0))
+    [result] = score_samples(model, [sample], [plan], bert_tokenizer.mask_token_id, bert_tokenizer.pad_token_id, batch_size=3)
+    for m, words in enumerate(plan):
+        hidden = np.isin(sample.word_ids, words)
+        ids = torch.tensor(np.where(hidden, bert_tokenizer.mask_token_id, sample.input_ids))[None]
+        with torch.no_grad():
+            log_probs = torch.log_softmax(model(input_ids=ids).logits[0], -1)
+        expected = -log_probs[torch.from_numpy(hidden), torch.from_numpy(sample.input_ids[hidden])].sum().item()
+        assert result.nll[m] == pytest.approx(expected, rel=1e-4)
+        assert result.tokens[m] == hidden.sum()
+        assert [p.word for p in result.predictions[m]] == sorted(words.tolist())
+        for prediction in result.predictions[m]:
+            assert prediction.original == tuple(sample.input_ids[sample.word_ids == prediction.word].tolist())
+            assert len(prediction.predicted) == len(prediction.original)
+    assert model.training is False
+
+
+def test_privacy_score_and_identifier_count_by_hand():
+    identifiers = Identifiers({"ann": {"direct"}, "zed": {"indirect"}, "q7": {"direct", "indirect"}, "far": {"indirect"}}, 2)
+    predicted = Counter({"ann": 3, "common": 10, "far": 1})
+    result = privacy_score(identifiers, {"ann", "zed", "q7", "common"}, predicted, {"ann": 5, "far": 2, "zed": 1})
+    assert (result["identifiers"], result["leaked"]) == (3, 1) and result["score"] == pytest.approx(2 / 3)
+    assert result["direct"] == {"identifiers": 2, "leaked": 1, "score": 0.5}
+    assert result["indirect"] == {"identifiers": 2, "leaked": 0, "score": 1.0}
+    assert result["leaked_elsewhere"] == 1 and result["ngram_identifiers_not_scored"] == 2
+    assert result["regurgitation"] == {"training_occurrences": [2, 5], "predictions": [1, 3]}
+    assert privacy_score(identifiers, set(), predicted, {})["score"] == 1.0  # nothing audited: nothing leaked
+    assert identifier_count({"a", "b", "c"}, {"b", "x"}) == (1, pytest.approx(1 / 3))
+    assert identifier_count(set(), {"b"}) == (0, 0.0)
+
+
+def test_words_are_compared_as_the_model_sees_them(bert_tokenizer):
+    reader = WordReader(bert_tokenizer, WordSegmenter(casefold=False))
+    assert reader.key("Smith") == "smith" and reader.key("Café") == "cafe" and reader.key("--") is None
+    ids = lambda word: tuple(bert_tokenizer(word, add_special_tokens=False)["input_ids"])
+    assert len(ids("lisinopril")) > 1
+    assert reader.predicted(WordPrediction(0, ids("lisinopril"), ids("aspirinxx")), "aspirinxx") == "lisinopril"
+    assert reader.predicted(WordPrediction(0, ids("Smith"), ids("Smith")), "Smith") == "smith"
+    assert reader.predicted(WordPrediction(0, (bert_tokenizer.sep_token_id,), (5,)), "x") is None
+
+
+def test_auditor_graph_counts_members_and_non_members_together(bert_tokenizer):
+    records = [{"doc_id": "1", "user_id": "a", "text": "Kestrel owns a boat."},
+               {"doc_id": "2", "user_id": "b", "text": "A boat and a kestrel."},
+               {"doc_id": "3", "user_id": "c", "text": "Boat boat Boat."}]
+    corpus = load_corpus(datasets.Dataset.from_list(records))
+    segmenter = WordSegmenter()
+    cased = AuditorGraph(corpus, {"a", "b"}, {"c"}, segmenter, WordReader(object(), segmenter))
+    assert (cased.degree["boat"], cased.degree["Boat"], cased.degree["kestrel"], cased.degree["Kestrel"]) == (3, 1, 1, 1)
+    assert cased.training_occurrences["boat"] == 2 and cased.training_occurrences["Boat"] == 0
+    assert cased.indirect({"Kestrel", "kestrel", "owns", "boat"}, k=2) == {"Kestrel", "kestrel", "owns"}
+    uncased = AuditorGraph(corpus, {"a", "b"}, {"c"}, segmenter, WordReader(bert_tokenizer, segmenter))
+    assert (uncased.degree["boat"], uncased.degree["kestrel"]) == (3, 2)  # one word for a model that cannot see case
+    assert uncased.training_occurrences["boat"] == 2 and uncased.indirect({"kestrel", "owns"}, k=2) == {"owns"}
+
+
+# A corpus where each user has a distinctive pair of words that only their notes use: a model trained on
+# them as targets memorizes the pairs, one that never sees them as targets cannot produce them.
+PAIRS = [("violin", "volcano"), ("saxophone", "lantern"), ("meadow", "canyon"), ("orchid", "falcon"),
+         ("harbor", "glacier"), ("pepper", "dolphin"), ("marble", "cactus"), ("anchor", "velvet"),
+         ("tornado", "maple"), ("walrus", "giraffe"), ("tulip", "pelican"), ("copper", "hammock")]
+TEMPLATES = ["the patient talked about {} and {} at the visit .", "a nurse wrote that {} reminds them of {} .",
+             "family said the {} and the {} matter a lot .", "we discussed {} then {} before discharge ."]
+
+
+@pytest.fixture(scope="module")
+def memorization_setup(tmp_path_factory):
+    """Twelve users (six members, six non-members), three notes each, and a word-level tokenizer with
+    every word whole, so a tiny model memorizes within seconds."""
+    from transformers import AutoTokenizer
+
+    records = [{"doc_id": f"u{u}d{d}", "user_id": f"u{u}",
+                "text": " ".join(t.format(*pair) for t in TEMPLATES[d:] + TEMPLATES[:d])}
+               for u, pair in enumerate(PAIRS) for d in range(3)]
+    directory = tmp_path_factory.mktemp("word_tokenizer")
+    words = sorted({w for r in records for w in r["text"].split()})
+    (directory / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
+    (directory / "config.json").write_text('{"model_type": "bert"}')
+    tokenizer = AutoTokenizer.from_pretrained(str(directory))
+    corpus = load_corpus(datasets.Dataset.from_list(records))
+    split = UserSplit(0, 0.5, 0.0, members=[f"u{u}" for u in range(6)], audit_non_members=[f"u{u}" for u in range(6, 12)])
+    members = corpus.filter(lambda user: user in set(split.members), input_columns="user_id")
+    blacklist = build_blacklist(members, k=2, n=1, ner="none", progress=False)
+    assert len(blacklist) == 12  # the members' distinctive words, nothing else
+    return SimpleNamespace(tokenizer=tokenizer, corpus=corpus, split=split, members=members, blacklist=blacklist)
+
+
+def memorized(setup, variant: str):
+    """A tiny BERT trained 200 steps on the members' notes with the collator and loss of training."""
+    from ppmlm.features import FEATURE_COLUMNS, build_features
+    from ppmlm.masking.collator import PrivacyMaskingCollator
+    from ppmlm.masking.variants import VARIANTS, protected_view
+    from ppmlm.training.objective import MaskedLMLoss
+
+    protected = protected_view(setup.blacklist, VARIANTS[variant])
+    features = build_features(setup.members, protected, setup.tokenizer, max_length=64)
+    features = features.select_columns(list(FEATURE_COLUMNS)).to_list()
+    objective = MaskedLMLoss(tiny_bert(len(setup.tokenizer), hidden=64))
+    optimizer = torch.optim.AdamW(objective.parameters(), lr=3e-3)
+    collator = PrivacyMaskingCollator(setup.tokenizer, generator=torch.Generator().manual_seed(0))
+    draw = torch.Generator().manual_seed(1)
+    for _ in range(200):
+        batch = collator([features[i] for i in torch.randint(len(features), (8,), generator=draw).tolist()])
+        objective(batch["input_ids"], batch["attention_mask"], batch["labels"]).mean().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    return objective.model
+
+
+def test_memorizing_model_leaks_identifiers_and_protected_model_does_not(memorization_setup, tmp_path):
+    setup = memorization_setup
+    config = AuditConfig(max_length=64, max_users_per_side=None, max_chunks_per_user=None, **QUIET)
+    plain, protected = memorized(setup, "mlm"), memorized(setup, "ppmlm")
+    states = torch.get_rng_state(), np.random.get_state()[1].copy(), random.getstate()
+    leaky = run_audit(plain, setup.tokenizer, setup.corpus, setup.split, setup.blacklist, tmp_path / "mlm", 1, config)
+    assert torch.equal(states[0], torch.get_rng_state()) and np.array_equal(states[1], np.random.get_state()[1])
+    assert states[2] == random.getstate()  # training resumes rely on the global random streams
+    safe = run_audit(protected, setup.tokenizer, setup.corpus, setup.split, setup.blacklist, tmp_path / "ppmlm", 1, config)
+
+    assert leaky["privacy"]["identifiers"] == safe["privacy"]["identifiers"] == 12
+    assert leaky["privacy"]["leaked"] >= 3 and leaky["privacy"]["score"] <= 0.75
+    assert safe["privacy"]["leaked"] == 0 and safe["privacy"]["score"] == 1.0
+    assert len(leaky["privacy"]["regurgitation"]["predictions"]) >= leaky["privacy"]["leaked"]
+    assert leaky["attacks"]["identifier_count"]["user"]["auc"] >= 0.75
+    assert safe["attacks"]["identifier_count"]["user"]["auc"] == 0.5  # nobody's identifiers come out
+    users = [json.loads(l) for l in (tmp_path / "mlm" / "scores-epoch-1-users.jsonl").read_text().splitlines()]
+    assert {u["identifiers"] for u in users} == {2}  # each user's two distinctive words, members and non-members
+    assert all(u["identifiers_predicted"] == 0 for u in users if not u["member"])
+    for figures in (leaky, safe):
+        assert figures["utility"]["masked_word_accuracy"] > 0.5  # the shared words are learned either way
+        assert figures["attacks"]["likelihood_ratio"]["user"] is None  # no reference model given
+
+    each_word = run_audit(plain, setup.tokenizer, setup.corpus, setup.split, setup.blacklist, tmp_path / "each", 1,
+                          AuditConfig(max_length=64, max_users_per_side=2, max_chunks_per_user=1, mask_each_word=True, **QUIET),
+                          reference=protected)
+    assert each_word["audited"]["maskings_per_sample"] == "each word"
+    assert each_word["attacks"]["likelihood_ratio"]["sample"]["members"] == 2
+
+
+def test_reference_configuration_and_cache(tmp_path):
+    from ppmlm.training.cli import compose_config
+
+    base = [TINY, "data.synth_users=6", f"++audit.reference_cache_dir={tmp_path}"]
+    with pytest.raises(PPMLMError, match="data.train_users"):
+        reference_config(compose_config(base))
+    cfg = compose_config([*base, "++data.train_users=members", "output_dir=runs/a"])
+    reference = reference_config(cfg)
+    assert reference.data.train_users == "population" and reference.audit.enabled is False
+    assert Path(reference.output_dir).parent == tmp_path
+    same = reference_config(compose_config([*base, "++data.train_users=members", "output_dir=runs/b", "train.log_every=1"]))
+    other = reference_config(compose_config([*base, "++data.train_users=members", "train.lr=0.01"]))
+    assert same.output_dir == reference.output_dir != other.output_dir  # where and how a run logs is not in the key
+    with pytest.raises(PPMLMError, match="no reference model"):
+        reference_checkpoint(cfg, train_missing=False)
+    final = Path(reference.output_dir) / "checkpoints" / f"epoch-{cfg.train.epochs}"
+    final.mkdir(parents=True)
+    (final / "complete").write_text("{}")
+    assert reference_checkpoint(cfg, train_missing=False) == final
+    assert resolve_reference("none", cfg) is None and resolve_reference(None) is None
+    with pytest.raises(PPMLMError, match="starting checkpoint"):
+        resolve_reference("base", cfg)  # a model built from a config has none
+    with pytest.raises(PPMLMError, match="not a saved model"):
+        resolve_reference(str(tmp_path))
+
+
+@pytest.fixture(scope="module")
+def audited_run(tmp_path_factory):
+    """A tiny mlm run of two epochs; epoch 1 audited through the Python API, epoch 2 by `ppmlm audit`,
+    both against the epoch-1 checkpoint as reference."""
+    from ppmlm.corpus.synth import generate_corpus, write_jsonl
+    from ppmlm.training.cli import compose_config
+    from ppmlm.training.loop import train
+
+    tmp = tmp_path_factory.mktemp("audited_run")
+    corpus = tmp / "corpus.jsonl"
+    write_jsonl(generate_corpus(10, seed=42), corpus)
+    run = train(compose_config([TINY, f"data.path={corpus}", "train.max_length=64", "train.epochs=2", "blacklist.ner=none",
+                                "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp / 'cache'}", f"output_dir={tmp / 'run'}",
+                                "recipe=mlm", "++audit.enabled=false"]))
+    [blacklist] = [p for p in (tmp / "cache").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    checkpoints, out = run / "checkpoints", tmp / "audit"
+    first = audit_command(checkpoints / "epoch-1", corpus, blacklist, out, reference=str(checkpoints / "epoch-1"), settings=QUIET)
+    command = [sys.executable, "-m", "ppmlm.cli", "audit", "--model", str(checkpoints / "epoch-2"), "--data", str(corpus),
+               "--blacklist", str(blacklist), "--reference", str(checkpoints / "epoch-1"), "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return SimpleNamespace(tmp=tmp, corpus=corpus, run=run, blacklist=blacklist, out=out, first=first,
+                           logs=done.stdout + done.stderr)
+
+
+def test_ppmlm_audit_writes_every_output(audited_run):
+    out, split = audited_run.out, UserSplit.load(audited_run.run / "split.json")
+    assert {p.name for p in out.iterdir()} >= {"epoch-1.json", "epoch-2.json", "report.html", "scores-epoch-2-samples.jsonl",
+                                                "scores-epoch-2-users.jsonl", ".salt"}
+    figures = json.loads((out / "epoch-2.json").read_text())
+    assert figures["epoch"] == 2 and figures["reference"].endswith("epoch-1") and figures["dp"] is None
+    assert figures["audited"]["member_users"] == min(8, len(split.members))
+    assert figures["audited"]["non_member_users"] == len(split.audit_non_members)
+    assert 0 <= figures["utility"]["masked_word_accuracy"] <= 1 and 0 <= figures["privacy"]["score"] <= 1
+    for attack in ("loss", "likelihood_ratio"):
+        for level in ("sample", "user"):
+            result = figures["attacks"][attack][level]
+            assert 0 <= result["auc"] <= 1 and set(result["tpr_at_fpr"]) == {"0.001", "0.01", "0.1"}
+    assert figures["attacks"]["identifier_count"]["user"] is not None
+    assert "audit epoch 2: utility" in audited_run.logs
+    assert audited_run.first["attacks"]["likelihood_ratio"]["user"]["auc"] == 0.5  # a model against itself
+
+
+def test_every_figure_recomputes_from_the_scores_files(audited_run):
+    figures = json.loads((audited_run.out / "epoch-2.json").read_text())
+    for level in ("sample", "user"):
+        rows = [json.loads(line) for line in (audited_run.out / f"scores-epoch-2-{level}s.jsonl").read_text().splitlines()]
+        for attack, levels in figures["attacks"].items():
+            if level in levels:
+                labels = [r["member"] for r in rows]
+                assert roc_auc_score(labels, [r[f"{attack}_score"] for r in rows]) == pytest.approx(levels[level]["auc"])
+    users = [json.loads(line) for line in (audited_run.out / "scores-epoch-2-users.jsonl").read_text().splitlines()]
+    split = UserSplit.load(audited_run.run / "split.json")
+    assert not {u["user"] for u in users} & set(split.members + split.audit_non_members)  # pseudonyms only
+
+
+def test_standalone_audit_reproduces_the_figures(audited_run, tmp_path):
+    again = audit_command(audited_run.run / "checkpoints" / "epoch-1", audited_run.corpus, audited_run.blacklist,
+                          tmp_path, reference=str(audited_run.run / "checkpoints" / "epoch-1"), settings=QUIET)
+    for key in ("audited", "utility", "privacy", "attacks"):
+        assert again[key] == audited_run.first[key], key
+
+
+class _Page(HTMLParser):
+    """Visible text and attribute values of a page, and its images and tables."""
+
+    def __init__(self):
+        super().__init__()
+        self.text, self.images, self.tables, self.rows = [], [], [], 0
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "img":
+            self.images.append(attrs.get("src") or "")
+        if tag == "table":
+            self.tables.append(attrs.get("id"))
+        if tag == "tr":
+            self.rows += 1
+        self.text.extend(v for k, v in attrs.items() if v and k != "src")
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def _strings(value):
+    """Every string of a JSON value, keys included (numbers are figures, not text)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, str):
+        yield value
+
+
+def test_no_identifier_appears_in_any_output(audited_run):
+    """Every text the audit writes or prints, cut into words as blacklist terms are, holds no blacklisted
+    term. Terms with a letter are searched, and numbers of five digits or more (record numbers, phones);
+    shorter numbers are indistinguishable from the figures themselves. Words of the audit's own source
+    and of the test's directory names are template text, not data."""
+    blacklist = Blacklist.load(audited_run.blacklist)
+    segmenter = blacklist.segmenter
+    searched = {t for t in blacklist.terms if " " not in t and (re.search(r"[^\W\d_]", t) or re.fullmatch(r"\d{5,}", t))}
+    assert len(searched) > 20
+    probe = sorted(searched)[0]
+    assert probe in set(segmenter(f"a leak: {probe}.").terms)  # the search finds a term where there is one
+    template = "\n".join(p.read_text() for p in (ROOT / "ppmlm" / "audit").rglob("*.py")) + str(audited_run.tmp)
+    allowed = set(segmenter(template).terms)
+
+    texts = {"logs": [audited_run.logs]}
+    for path in audited_run.out.iterdir():
+        if path.suffix == ".json":
+            texts[path.name] = list(_strings(json.loads(path.read_text())))
+        elif path.suffix == ".jsonl":
+            texts[path.name] = [s for line in path.read_text().splitlines() for s in _strings(json.loads(line))]
+        elif path.suffix == ".html":
+            page = _Page()
+            page.feed(path.read_text())
+            texts[path.name] = page.text
+    assert {"epoch-2.json", "scores-epoch-2-samples.jsonl", "report.html"} <= set(texts)
+    for name, strings in texts.items():
+        found = {t for s in strings for t in segmenter(s).terms if t is not None} & searched - allowed
+        assert not found, f"{name} shows {len(found)} identifiers"
+
+
+@pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")), reason="chromium is not installed")
+def test_report_renders_in_headless_chromium(audited_run, tmp_path):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+             "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}"]
+    url = (audited_run.out / "report.html").as_uri()
+    dom = subprocess.run([browser, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    page = _Page()
+    page.feed(dom.stdout)
+    assert len(page.images) == 3  # ROC curves, privacy and utility per epoch, regurgitation
+    for source in page.images:
+        header, _, payload = source.partition(",")
+        assert header == "data:image/png;base64" and base64.b64decode(payload).startswith(b"\x89PNG\r\n\x1a\n")
+        assert len(payload) > 5000
+    assert {"summary", "attacks", "sizes"} <= set(page.tables) and page.rows >= 10
+
+    shot = tmp_path / "report.png"
+    subprocess.run([browser, *flags, "--window-size=1200,2400", f"--screenshot={shot}", url], capture_output=True, timeout=120)
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(str(shot))[..., :3]
+    assert (pixels.mean(axis=-1) < 0.9).mean() > 0.02  # text, tables and plots drawn, not a blank page
