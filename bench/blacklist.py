@@ -1,0 +1,202 @@
+"""Cost of building the blacklist: the users x terms graph pass, and the NER stage against bare spaCy.
+
+The blacklist is built once per corpus, before any training, so it must scale to a hospital's notes on a
+laptop. Two separate figures, on the synthetic clinical corpus (3-12 notes per patient, ~7.5 on average):
+
+- Graph pass: `build_blacklist(corpus, ner="none")` end to end, i.e. the graph pass, the blacklist, and
+  the stats pass that segments every note a second time. Time, words/s and peak memory (resident set
+  size above the starting one, sampled every 10 ms). The baseline is one bare spaCy tokenizer pass over
+  the same texts, the floor for anything that reads every word.
+- NER: our stage, `load_ner("default").spans(...)` with spans consumed, against a bare `nlp.pipe` of
+  the same base spaCy model with the same components excluded, consuming `doc.ents`. Ours also runs
+  our two rule components and the label mapping / precision filters, so the ratio is what the
+  direct-identifier stage costs beyond the statistical model. A second baseline, bare `nlp.pipe` over
+  our own pipeline object, isolates the Python wrapper (span mapping and filters). spaCy NER takes
+  minutes on thousands of notes on a small machine, so it runs on the first `--ner-docs` notes only.
+  The texts are cut into blocks and each block is timed on every side in turn (order rotating), so a
+  machine shared with other jobs slows all sides alike; ratios are medians of per-block ratios.
+
+    python bench/blacklist.py [--docs 5000 50000] [--ner-docs 2000] [--repeats 3] [--ner-repeats 1]
+
+The last line is `ner_overhead_ratio: X` (our NER time / bare spaCy time over the same texts).
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import threading
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import datasets  # noqa: E402
+import spacy  # noqa: E402
+
+from ppmlm.corpus.loading import load_corpus  # noqa: E402
+from ppmlm.corpus.synth import generate_corpus  # noqa: E402
+from ppmlm.identifiers.blacklist import build_blacklist  # noqa: E402
+from ppmlm.identifiers.ner import DEFAULT_MODEL_DIR, load_ner  # noqa: E402
+
+NOTES_PER_USER = 7.5  # generate_corpus draws 3 to 12 notes per patient
+
+try:
+    import psutil
+except ImportError:  # not a dependency of ppmlm; fall back to the process's lifetime peak
+    psutil = None
+
+
+class PeakMemory:
+    """Peak resident memory a block of code adds to the process, in MiB.
+
+    With psutil, a thread samples RSS every 10 ms (peaks shorter than that can be missed); without it,
+    the growth of `ru_maxrss`, which undercounts when the process already peaked higher earlier.
+    """
+
+    method = "RSS sampled every 10 ms (psutil)" if psutil else "ru_maxrss growth (resource; a lower bound)"
+
+    def __enter__(self):
+        gc.collect()
+        if psutil is None:
+            import resource
+
+            self._resource = resource
+            self.start = self.peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            return self
+        self._process = psutil.Process()
+        self.start = self.peak = self._process.memory_info().rss
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.01):
+            self.peak = max(self.peak, self._process.memory_info().rss)
+
+    def __exit__(self, *exc) -> None:
+        if psutil is None:
+            self.peak = self._resource.getrusage(self._resource.RUSAGE_SELF).ru_maxrss * 1024
+            return
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._process.memory_info().rss)
+
+    @property
+    def mib(self) -> float:
+        return (self.peak - self.start) / 2**20
+
+
+def make_corpus(n_docs: int, seed: int = 0) -> datasets.Dataset:
+    records = generate_corpus(max(1, round(n_docs / NOTES_PER_USER)), seed=seed)
+    return load_corpus(datasets.Dataset.from_list(records))
+
+
+def graph_pass(corpus: datasets.Dataset, tokenizer, repeats: int) -> None:
+    texts = list(corpus["text"])
+    bare_times, ours_times, peaks = [], [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _doc in tokenizer.pipe(texts, batch_size=1000):
+            pass
+        bare_times.append(time.perf_counter() - start)
+        with PeakMemory() as memory:
+            start = time.perf_counter()
+            blacklist = build_blacklist(corpus, ner="none", progress=False)
+            ours_times.append(time.perf_counter() - start)
+        peaks.append(memory.mib)
+        counts = blacklist.stats["counts"]
+        del blacklist
+    words = counts["word_occurrences"]
+    ours, bare = statistics.median(ours_times), statistics.median(bare_times)
+    print(f"graph pass, {len(corpus)} documents, {counts['users']} users, {words} term words, "
+          f"{counts['distinct_terms']} distinct terms, {counts['blacklist_terms']} blacklisted (k=2, n=1):")
+    print(f"  build_blacklist(ner='none'): {ours:.2f} s median of {repeats} ({min(ours_times):.2f}-{max(ours_times):.2f}), "
+          f"{words / ours:,.0f} words/s, {len(corpus) / ours:,.0f} docs/s")
+    print(f"  bare spaCy tokenizer pass:   {bare:.2f} s median, {words / bare:,.0f} words/s; "
+          f"graph pass / tokenizer pass = {ours / bare:.2f}")
+    print(f"  peak memory above start: {max(peaks):.0f} MiB (max of {repeats}; first {peaks[0]:.0f} MiB), "
+          f"{PeakMemory.method}")
+
+
+def ner_comparison(texts: list[str], batch_size: int, block: int, repeats: int) -> float:
+    ours = load_ner("default")
+    config = json.loads((DEFAULT_MODEL_DIR / "pipeline.json").read_text(encoding="utf-8"))
+    bare = spacy.load(config["spacy_model"], exclude=config.get("exclude", []))
+
+    def run_ours(chunk):
+        for _spans in ours.spans(chunk, batch_size=batch_size, n_process=1):
+            pass
+
+    def run_pipe(nlp):
+        def run(chunk):
+            for doc in nlp.pipe(chunk, batch_size=batch_size):
+                doc.ents  # noqa: B018 - the entities are the product
+
+        return run
+
+    sides = {
+        "ours: load_ner('default').spans": run_ours,
+        f"bare: spacy.load({config['spacy_model']!r}).pipe": run_pipe(bare),
+        "bare nlp.pipe over our pipeline object": run_pipe(ours.nlp),
+    }
+    names = list(sides)
+    for run in sides.values():  # warm-up: first calls allocate and build caches
+        run(texts[:20])
+    totals = {name: 0.0 for name in names}
+    block_times: list[dict[str, float]] = []
+    turn = 0
+    for _ in range(repeats):
+        for begin in range(0, len(texts), block):
+            chunk = texts[begin : begin + block]
+            times = {}
+            for name in names[turn % 3:] + names[: turn % 3]:
+                start = time.perf_counter()
+                sides[name](chunk)
+                times[name] = time.perf_counter() - start
+                totals[name] += times[name]
+            block_times.append(times)
+            turn += 1
+
+    ours_name, bare_name, same_name = names
+    print(f"NER on the first {len(texts)} notes (of the first corpus; --ner-docs), batch_size={batch_size}, "
+          f"n_process=1, components {ours.nlp.pipe_names} vs {bare.pipe_names}, {repeats} repeats of "
+          f"{len(block_times) // repeats} blocks of {block}:")
+    for name in names:
+        print(f"  {name:<58} {repeats * len(texts) / totals[name]:8.1f} docs/s")
+    ratio = statistics.median(t[ours_name] / t[bare_name] for t in block_times)
+    wrapper = statistics.median(t[ours_name] / t[same_name] for t in block_times)
+    print(f"  ours / bare nlp.pipe over our pipeline (wrapper: label map, filters): {wrapper:.3f}")
+    print(f"  ours / bare base model (rule components + wrapper), median per-block time ratio: {ratio:.3f}")
+    return ratio
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--docs", type=int, nargs="+", default=[5000, 50000], help="corpus sizes for the graph pass")
+    parser.add_argument("--ner-docs", type=int, default=2000, help="notes for the NER comparison (from the first corpus)")
+    parser.add_argument("--repeats", type=int, default=3, help="graph passes per corpus size")
+    parser.add_argument("--ner-repeats", type=int, default=1, help="rounds over the NER blocks")
+    parser.add_argument("--batch-size", type=int, default=64, help="nlp.pipe batch size, both sides")
+    parser.add_argument("--block", type=int, default=250, help="notes per interleaved NER timing block")
+    args = parser.parse_args()
+
+    first_texts: list[str] = []
+    tokenizer = spacy.blank("en").tokenizer  # the baseline: the tokenizer WordSegmenter wraps
+    warm_up = make_corpus(50)  # both sides: imports, first allocations, tokenizer caches
+    build_blacklist(warm_up, ner="none", progress=False)
+    list(tokenizer.pipe(warm_up["text"]))
+    for n_docs in args.docs:
+        corpus = make_corpus(n_docs)
+        graph_pass(corpus, tokenizer, args.repeats)
+        if not first_texts:
+            first_texts = list(corpus["text"])[: args.ner_docs]
+        del corpus
+    ratio = ner_comparison(first_texts, args.batch_size, args.block, args.ner_repeats)
+    print(f"ner_overhead_ratio: {ratio:.3f}")
+
+
+if __name__ == "__main__":
+    main()
