@@ -5,8 +5,12 @@ import os
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
 from ppmlm.errors import PPMLMError
+
+# `${dp_suffix:${train.dp.enabled}}` in recipes/config.yaml: a DP run of a variant gets its own directory.
+OmegaConf.register_new_resolver("dp_suffix", lambda enabled: "-dp" if enabled else "", replace=True)
 
 
 def recipes_dir() -> Path:

@@ -1,8 +1,10 @@
 """One accelerate training loop for every masking variant, on CPU, one GPU or several processes.
 
-Read top to bottom: configuration -> data -> model -> epochs (steps, metrics, checkpoint). Each epoch
-reseeds the masking and dropout from (seed, epoch, rank), so a run resumed from a checkpoint replays the
-same epochs as an uninterrupted one.
+Read top to bottom: configuration -> data -> model -> trainer -> epochs (steps, metrics, checkpoint). The
+trainer is `PlainTrainer` below, or `dp.PrivateTrainer` under `train.dp.enabled` (DP-SGD with Opacus); both
+yield one item per optimizer step. Each epoch reseeds the masking and dropout from (seed, epoch, rank), and
+the DP trainer its sampling and noise, so a run resumed from a checkpoint replays the same epochs as an
+uninterrupted one.
 """
 from __future__ import annotations
 
@@ -55,17 +57,17 @@ def train(cfg) -> Path:
         f"of at most {cfg.train.max_length} tokens; run directory {run_dir}"
     )
 
-    objective = MaskedLMLoss(load_model(cfg.model, tokenizer))
+    model = load_model(cfg.model, tokenizer)
     collator = PrivacyMaskingCollator(tokenizer, mlm_probability=cfg.masking.mlm_probability, generator=torch.Generator())
-    loader = DataLoader(
-        data.features.select_columns(list(FEATURE_COLUMNS)),
-        batch_size=cfg.train.batch_size, shuffle=True, collate_fn=collator, num_workers=cfg.train.num_workers,
-    )
-    optimizer = torch.optim.AdamW(objective.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay)
-    objective, optimizer, loader = accelerator.prepare(objective, optimizer, loader)
-    total_steps = cfg.train.epochs * len(loader)
-    scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(cfg.train.warmup_ratio * total_steps), total_steps)
-    accelerator.register_for_checkpointing(scheduler)
+    if cfg.train.dp.enabled:
+        from ppmlm.training.dp import PrivateTrainer
+
+        trainer = PrivateTrainer(cfg, model, data.features, collator, accelerator)
+    else:
+        trainer = PlainTrainer(cfg, model, data.features, collator, accelerator)
+    total_steps = cfg.train.epochs * trainer.steps_per_epoch
+    scheduler = get_linear_schedule_with_warmup(trainer.optimizer, math.ceil(cfg.train.warmup_ratio * total_steps), total_steps)
+    accelerator.register_for_checkpointing(scheduler, *trainer.checkpointed)
     if cfg.train.tracker:
         accelerator.init_trackers("ppmlm", config=_flat(OmegaConf.to_container(cfg, resolve=True)))
 
@@ -76,31 +78,33 @@ def train(cfg) -> Path:
         accelerator.print(f"resuming after epoch {start_epoch} from {resume_from}")
     metrics = MetricsLog(run_dir / "metrics.jsonl", accelerator)
 
+    steps = trainer.steps_per_epoch
     for epoch in range(start_epoch, cfg.train.epochs):
         set_seed(cfg.seed + 1000 * epoch, device_specific=True)  # dropout
         collator.generator.manual_seed(cfg.seed + 1000 * epoch + accelerator.process_index)  # masking
-        loader.set_epoch(epoch)
-        objective.train()
-        bar = tqdm(loader, desc=f"epoch {epoch + 1}/{cfg.train.epochs}", disable=not accelerator.is_local_main_process)
+        trainer.set_epoch(epoch)
+        trainer.objective.train()
+        bar = tqdm(total=steps, desc=f"epoch {epoch + 1}/{cfg.train.epochs}", disable=not accelerator.is_local_main_process)
         window = StepWindow()
-        for step, batch in enumerate(bar):
-            loss = objective(batch["input_ids"], batch["attention_mask"], batch["labels"]).mean()
-            accelerator.backward(loss)
-            if cfg.train.max_grad_norm:
-                accelerator.clip_grad_norm_(objective.parameters(), cfg.train.max_grad_norm)
-            optimizer.step()
+        for step, stats in enumerate(trainer.steps()):
             scheduler.step()
-            optimizer.zero_grad()
-            window.add(loss.detach(), (batch["labels"] != -100).sum(), batch["attention_mask"].sum())
-            if (step + 1) % cfg.train.log_every == 0 or step + 1 == len(loader):
-                line = window.flush(accelerator, epoch=epoch + 1, step=epoch * len(loader) + step + 1,
+            window.add(*stats)
+            bar.update()
+            if (step + 1) % cfg.train.log_every == 0 or step + 1 == steps:
+                line = window.flush(accelerator, epoch=epoch + 1, step=epoch * steps + step + 1,
                                     lr=scheduler.get_last_lr()[0])
                 metrics.write(line)
-                bar.set_postfix(loss=f"{line['loss']:.3f}")
-        save_checkpoint(accelerator, objective, tokenizer, run_dir, epoch + 1)
-        metrics.write({"event": "epoch_end", "epoch": epoch + 1, "checkpoint": f"checkpoints/epoch-{epoch + 1}",
-                       "steps": len(loader), "processes": accelerator.num_processes,
-                       "weight_checksums": weight_checksums(accelerator, objective)})
+                if line["loss"] is not None:
+                    bar.set_postfix(loss=f"{line['loss']:.3f}")
+        bar.close()
+        report = trainer.epoch_report()
+        checkpoint = save_checkpoint(accelerator, trainer, tokenizer, run_dir, epoch + 1, report)
+        metrics.write({"event": "epoch_end", "epoch": epoch + 1, "checkpoint": str(checkpoint.relative_to(run_dir)),
+                       "steps": steps, "processes": accelerator.num_processes,
+                       "weight_checksums": weight_checksums(accelerator, trainer.objective), **report})
+        if "epsilon" in report:
+            accelerator.print(f"epoch {epoch + 1}: epsilon at delta={report['privacy']['delta']}: "
+                              + ", ".join(f"{k} {v:.3f}" for k, v in report["epsilon"].items()))
     accelerator.end_training()
     accelerator.print(f"done: checkpoints in {run_dir / 'checkpoints'}")
     return run_dir
@@ -130,14 +134,21 @@ def find_resume_point(run_dir: Path, resume) -> Path | None:
     return checkpoints[-1] if checkpoints else None
 
 
-def save_checkpoint(accelerator, objective, tokenizer, run_dir: Path, epoch: int, keep_states: int = 1) -> Path:
-    """Hugging Face weights and tokenizer for every epoch; optimizer, scheduler and RNG state for the last."""
+def save_checkpoint(accelerator, trainer, tokenizer, run_dir: Path, epoch: int, privacy: dict | None = None,
+                    keep_states: int = 1) -> Path:
+    """Hugging Face weights and tokenizer for every epoch; optimizer, scheduler and RNG state for the last.
+
+    A DP run also writes `privacy.json` (epsilon and its settings) beside the weights, so that anyone
+    auditing or sharing that checkpoint alone has them.
+    """
     directory = run_dir / "checkpoints" / f"epoch-{epoch}"
     accelerator.wait_for_everyone()
     accelerator.save_state(str(directory / "state"))
     if accelerator.is_main_process:
-        accelerator.unwrap_model(objective).model.save_pretrained(directory)
+        trainer.save_pretrained(directory)
         tokenizer.save_pretrained(directory)
+        if privacy:
+            (directory / "privacy.json").write_text(json.dumps(privacy, indent=1))
         (directory / COMPLETE).write_text(json.dumps({"epoch": epoch}))
         states = sorted((p for p in (run_dir / "checkpoints").glob("epoch-*/state")), key=lambda p: int(p.parent.name.split("-")[1]))
         for old in states[:-keep_states]:
@@ -153,25 +164,64 @@ def weight_checksums(accelerator, objective) -> list[float]:
 
 
 class StepWindow:
-    """Loss, masked tokens and throughput over the steps since the last metrics line."""
+    """Loss, masked tokens and throughput over the steps since the last metrics line.
+
+    `loss` is a sum over `weight` sequences: a batch mean has weight 1; DP steps pass the sum over their
+    Poisson batch and its size, which may be 0 (a window of empty batches has no loss).
+    """
 
     def __init__(self):
-        self.losses, self.masked, self.tokens, self.start = [], 0, 0, time.perf_counter()
+        self.loss, self.weight, self.masked, self.tokens, self.start = 0.0, 0, 0, 0, time.perf_counter()
 
-    def add(self, loss, masked, tokens) -> None:
-        self.losses.append(loss)
+    def add(self, loss, masked, tokens, weight: int = 1) -> None:
+        self.loss += float(loss)
+        self.weight += int(weight)
         self.masked += int(masked)
         self.tokens += int(tokens)
 
     def flush(self, accelerator, **fields) -> dict:
-        local = torch.stack([torch.stack(self.losses).float().mean(), torch.tensor(float(self.masked)),
-                             torch.tensor(float(self.tokens))]).to(accelerator.device)
-        loss, masked, tokens = accelerator.reduce(local, reduction="sum").tolist()
+        local = torch.tensor([self.loss, float(self.weight), float(self.masked), float(self.tokens)]).to(accelerator.device)
+        loss, weight, masked, tokens = accelerator.reduce(local, reduction="sum").tolist()
         elapsed = time.perf_counter() - self.start
-        line = dict(fields, loss=loss / accelerator.num_processes, masked_tokens=int(masked),
+        line = dict(fields, loss=loss / weight if weight else None, masked_tokens=int(masked),
                     tokens_per_s=tokens / max(elapsed, 1e-9))
         self.__init__()
         return line
+
+
+class PlainTrainer:
+    """Non-private steps: accelerate's data parallelism, optional clipping of the batch gradient."""
+
+    def __init__(self, cfg, model, features, collator, accelerator):
+        self.cfg, self.accelerator = cfg, accelerator
+        loader = DataLoader(
+            features.select_columns(list(FEATURE_COLUMNS)),
+            batch_size=cfg.train.batch_size, shuffle=True, collate_fn=collator, num_workers=cfg.train.num_workers,
+        )
+        objective = MaskedLMLoss(model)
+        optimizer = torch.optim.AdamW(objective.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay)
+        self.objective, self.optimizer, self.loader = accelerator.prepare(objective, optimizer, loader)
+        self.steps_per_epoch = len(self.loader)
+        self.checkpointed = ()  # accelerate saves what it prepared
+
+    def set_epoch(self, epoch: int) -> None:
+        self.loader.set_epoch(epoch)
+
+    def steps(self):
+        for batch in self.loader:
+            loss = self.objective(batch["input_ids"], batch["attention_mask"], batch["labels"]).mean()
+            self.accelerator.backward(loss)
+            if self.cfg.train.max_grad_norm:
+                self.accelerator.clip_grad_norm_(self.objective.parameters(), self.cfg.train.max_grad_norm)
+            self.optimizer.step()
+            self.optimizer.zero_grad()
+            yield loss.detach(), (batch["labels"] != -100).sum(), batch["attention_mask"].sum()
+
+    def save_pretrained(self, directory) -> None:
+        self.accelerator.unwrap_model(self.objective).model.save_pretrained(directory)
+
+    def epoch_report(self) -> dict:
+        return {}
 
 
 class MetricsLog:

@@ -1,0 +1,332 @@
+"""DP-SGD on tiny models: accounting, per-sample gradients, clipping, noise scale, resume, two processes."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from accelerate import Accelerator
+from transformers import AutoConfig, AutoModelForMaskedLM
+
+from ppmlm.corpus.synth import generate_corpus
+from ppmlm.errors import PPMLMError
+from ppmlm.features import FEATURE_COLUMNS, build_features
+from ppmlm.masking.collator import PrivacyMaskingCollator
+from ppmlm.training import dp
+from ppmlm.training.cli import compose_config
+from ppmlm.training.loop import train
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+TINY_OVERRIDE = ("+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, "
+                 "intermediate_size: 64}")
+
+
+def tiny_model(tokenizer, family="bert", **extra):
+    config = AutoConfig.for_model(family, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+                                  max_position_embeddings=66, **TINY, **extra)
+    torch.manual_seed(0)
+    return AutoModelForMaskedLM.from_config(config)
+
+
+def tiny_features(tokenizer, users=2):
+    return build_features(generate_corpus(users, seed=3), None, tokenizer, max_length=32)
+
+
+def trainer_for(tokenizer, model, features, *dp_overrides, batch_size=4, mlm_probability=0.15):
+    cfg = compose_config(["recipe=dp", f"train.batch_size={batch_size}", "train.epochs=1", *dp_overrides])
+    collator = PrivacyMaskingCollator(tokenizer, mlm_probability=mlm_probability, generator=torch.Generator().manual_seed(0))
+    return dp.PrivateTrainer(cfg, model, features, collator, Accelerator(cpu=True)), collator
+
+
+def batch_of(collator, features, n):
+    return collator(features.select_columns(list(FEATURE_COLUMNS)).select(range(n)).to_list())
+
+
+def per_sample_autograd(model, batch):
+    """Each sequence's gradient on its own (a batch of one, same padding): the reference for Opacus."""
+    objective = dp.PerSampleMaskedLMLoss(model)
+    params = [p for p in objective.parameters() if p.requires_grad]
+    grads = []
+    for i in range(len(batch["input_ids"])):
+        row = {k: v[i : i + 1] for k, v in batch.items()}
+        grads.append(torch.autograd.grad(objective(row["input_ids"], row["attention_mask"], row["labels"]).sum(), params))
+    return params, grads
+
+
+def capture_gradients(trainer) -> list:
+    """The gradients the inner AdamW receives: clipped, noised, averaged."""
+    seen = []
+    trainer.optimizer.original_optimizer.register_step_pre_hook(
+        lambda opt, args, kwargs: seen.append([p.grad.detach().clone() for g in opt.param_groups for p in g["params"]]))
+    return seen
+
+
+# --- accounting -------------------------------------------------------------------------------------------
+
+class _Optimizer:
+    def __init__(self, noise_multiplier=1.5):
+        self.noise_multiplier = noise_multiplier
+
+
+def test_published_epsilon_by_both_accountants():
+    """Opacus's own test setting: sigma=1.5, q=0.04, 2,250 steps, delta=1e-5. RDP gives 7.3291; PRV gives
+    6.7791 (Opacus's test asserts 6.7774 for int(90 // 0.04) = 2,249 steps)."""
+    ledger = dp.PrivacyLedger(noise_multiplier=1.5, sample_rate=0.04)
+    for _ in range(2250):
+        ledger(_Optimizer())
+    epsilon = ledger.epsilon(1e-5)
+    assert ledger.steps == 2250
+    assert epsilon["rdp"] == pytest.approx(7.3291, abs=1e-3)
+    assert epsilon["prv"] == pytest.approx(6.7791, abs=1e-3)
+    resumed = dp.PrivacyLedger(noise_multiplier=1.5, sample_rate=0.04)
+    resumed.load_state_dict(ledger.state_dict())
+    assert resumed.epsilon(1e-5) == epsilon
+
+
+@pytest.mark.parametrize("accountant", ["rdp", "prv"])
+def test_calibrated_noise_meets_the_target(accountant):
+    cfg = compose_config(["recipe=dp", f"train.dp.accountant={accountant}"]).train.dp
+    sigma = dp.calibrate_noise(cfg, sample_rate=0.01, steps=300)
+    ledger = dp.PrivacyLedger(sigma, 0.01)
+    for a in ledger.accountants.values():
+        a.history = [(sigma, 0.01, 300)]
+    assert 8.0 - 0.05 < ledger.epsilon(1e-5)[accountant] <= 8.0
+
+
+def test_group_bound_and_chunk_cap(bert_tokenizer):
+    assert dp.group_bound(1.0, 1e-5, 1) == {"epsilon": 1.0, "delta": pytest.approx(1e-5), "vacuous": False}
+    assert dp.group_bound(0.5, 1e-6, 3) == {"epsilon": 1.5, "delta": pytest.approx(3 * 2.718281828 * 1e-6), "vacuous": False}
+    assert dp.group_bound(8.0, 1e-5, 10)["vacuous"]
+    features = tiny_features(bert_tokenizer, users=3)
+    before = dp.chunks_per_user(features["user_id"])
+    assert before["max"] > 2
+    capped = dp.cap_chunks_per_user(features, 2, seed=1)
+    assert dp.chunks_per_user(capped["user_id"]) == {"users": before["users"], "max": 2, "mean": 2.0}
+    assert capped["input_ids"] == dp.cap_chunks_per_user(features, 2, seed=1)["input_ids"]  # deterministic
+    assert dp.cap_chunks_per_user(features, None, seed=1) is features
+
+
+def test_poisson_sampler_shares_one_batch_between_ranks():
+    ranks = [dp.PoissonChunkSampler(1000, 0.05, 40, seed=7, rank=r, world_size=2) for r in (0, 1)]
+    batches = [list(s) for s in ranks]
+    assert [len(b) for b in batches] == [40, 40]  # the same number of steps on every rank
+    sizes = []
+    for mine, theirs in zip(*batches):
+        assert not set(mine) & set(theirs)
+        sizes.append(len(mine) + len(theirs))
+    assert 45 < sum(sizes) / len(sizes) < 55  # expected 50 = q * N
+    tiny = list(dp.PoissonChunkSampler(10, 0.02, 50, seed=7))
+    assert len(tiny) == 50 and [] in tiny  # empty batches are yielded, not skipped
+    again = dp.PoissonChunkSampler(1000, 0.05, 40, seed=7, rank=0, world_size=2)
+    again.set_epoch(0)
+    assert list(again) == batches[0]
+    again.set_epoch(1)
+    assert list(again) != batches[0]
+
+
+# --- per-sample gradients, clipping, noise ---------------------------------------------------------------
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")
+@pytest.mark.parametrize("family", ["bert", "roberta"])
+def test_per_sample_gradients_match_autograd(family, bert_tokenizer, roberta_tokenizer):
+    """The three fixes (head bias, explicit ids, gathered masked positions) give Opacus exact per-sample
+    gradients, on sequences of different lengths."""
+    from opacus import GradSampleModule
+
+    tokenizer = bert_tokenizer if family == "bert" else roberta_tokenizer
+    model = tiny_model(tokenizer, family)
+    features = tiny_features(tokenizer)
+    collator = PrivacyMaskingCollator(tokenizer, mlm_probability=0.3, generator=torch.Generator().manual_seed(1))
+    rows = features.select_columns(list(FEATURE_COLUMNS)).to_list()
+    rows = sorted(rows, key=lambda r: len(r["input_ids"]))[:: max(1, len(rows) // 4)][:4]
+    batch = collator(rows)
+    assert len(set((batch["attention_mask"].sum(1)).tolist())) > 1, "want sequences of different lengths"
+    dp.unshare_head_bias(model)
+    params, expected = per_sample_autograd(model, batch)
+    module = GradSampleModule(dp.PerSampleMaskedLMLoss(model))
+    module(batch["input_ids"], batch["attention_mask"], batch["labels"]).mean().backward()
+    for j, p in enumerate(params):
+        want = torch.stack([g[j] for g in expected])
+        assert torch.allclose(p.grad_sample, want, atol=1e-6, rtol=1e-4), j
+
+
+@pytest.mark.parametrize("mode", ["hooks", "ghost"])
+def test_each_chunk_is_clipped_to_C_before_noise(mode, bert_tokenizer):
+    """With the noise off, the step's gradient is the sum of each chunk's gradient scaled to norm <= C,
+    over the expected batch size. Ghost clipping needs the tied embeddings frozen."""
+    model = tiny_model(bert_tokenizer)
+    features = tiny_features(bert_tokenizer)
+    C = 1e-3
+    trainer, collator = trainer_for(bert_tokenizer, model, features, f"train.dp.max_grad_norm={C}",
+                                    "train.dp.noise_multiplier=1.0", f"train.dp.grad_sample_mode={mode}",
+                                    f"train.dp.freeze_embeddings={mode == 'ghost'}")
+    trainer.optimizer.noise_multiplier = 0.0
+    batch = batch_of(collator, features, 4)
+    trainer.module.disable_hooks()  # plain autograd for the reference
+    params, per_sample = per_sample_autograd(trainer.objective.model, batch)
+    trainer.module.enable_hooks()
+    norms = torch.stack([torch.sqrt(sum((g ** 2).sum() for g in grads)) for grads in per_sample])
+    assert (norms > 10 * C).all()  # every chunk is clipped
+    expected = [sum(grads[j] * min(1.0, C / n.item()) for grads, n in zip(per_sample, norms)) / trainer.expected_batch
+                for j in range(len(params))]
+    seen = capture_gradients(trainer)
+    trainer.physical_step(batch)
+    assert len(seen) == 1 and trainer.ledger.steps == 1
+    for got, want in zip(seen[0], expected):
+        assert torch.allclose(got, want, atol=1e-9, rtol=1e-4)
+
+
+def test_empty_batch_steps_with_noise_of_the_right_scale(bert_tokenizer):
+    """An empty Poisson batch still steps: zero gradient plus noise of std sigma*C/L, and it is counted."""
+    model = tiny_model(bert_tokenizer)
+    trainer, _ = trainer_for(bert_tokenizer, model, tiny_features(bert_tokenizer), "train.dp.noise_multiplier=0.7",
+                             "train.dp.max_grad_norm=2.0", batch_size=5)
+    seen = capture_gradients(trainer)
+    trainer.physical_step(None)
+    noise = torch.cat([g.flatten() for g in seen[0]])
+    assert noise.numel() > 30_000
+    assert noise.std().item() == pytest.approx(0.7 * 2.0 / 5, rel=0.03)
+    assert trainer.ledger.steps == 1
+
+
+def test_ghost_refuses_trained_tied_embeddings_and_secure_mode_needs_csprng(bert_tokenizer):
+    features = tiny_features(bert_tokenizer)
+    with pytest.raises(PPMLMError, match="tied"):
+        trainer_for(bert_tokenizer, tiny_model(bert_tokenizer), features, "train.dp.grad_sample_mode=ghost")
+    untied = tiny_model(bert_tokenizer, tie_word_embeddings=False)
+    assert trainer_for(bert_tokenizer, untied, features, "train.dp.grad_sample_mode=ghost")[0].module is not None
+    try:
+        import torchcsprng  # noqa: F401
+    except ImportError:
+        with pytest.raises(PPMLMError, match="torchcsprng"):
+            trainer_for(bert_tokenizer, tiny_model(bert_tokenizer), features, "train.dp.secure_mode=true")
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta"])
+def test_checkpoint_reloads_as_a_plain_hugging_face_model(family, tmp_path, bert_tokenizer, roberta_tokenizer):
+    tokenizer = bert_tokenizer if family == "bert" else roberta_tokenizer
+    features = tiny_features(tokenizer)
+    trainer, collator = trainer_for(tokenizer, tiny_model(tokenizer, family), features, "train.dp.noise_multiplier=1.0")
+    for _ in range(2):
+        trainer.physical_step(batch_of(collator, features, 4))
+    trainer.save_pretrained(tmp_path)
+    reloaded = AutoModelForMaskedLM.from_pretrained(tmp_path).eval()
+    trained = trainer.objective.model.eval()
+    head = dp.prediction_head(reloaded)
+    assert head.bias is head.decoder.bias and head.bias.abs().sum() > 0  # the trained bias came back, aliased
+    batch = batch_of(collator, features, 3)
+    with torch.no_grad():
+        want = trained(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+        got = reloaded(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+    assert torch.allclose(got, want, atol=1e-5)
+    assert "bias" not in dp.prediction_head(trained)._parameters  # training layout again after saving
+
+
+# --- the training loop ------------------------------------------------------------------------------------
+
+def run_overrides(tmp_path, *extra):
+    return [TINY_OVERRIDE, "data.synth_users=10", "train.max_length=64", "blacklist.ner=none",
+            "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp_path / 'cache'}", "train.dp.max_chunks_per_user=8",
+            *extra]
+
+
+def epoch_ends(run_dir):
+    lines = [json.loads(l) for l in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
+    return [l for l in lines if l.get("event") == "epoch_end"]
+
+
+@pytest.mark.parametrize("recipe", [["recipe=dp"], ["recipe=ppmlm", "train.dp.enabled=true"]])
+def test_dp_run_reports_epsilon_under_target_and_saves_a_loadable_checkpoint(tmp_path, recipe):
+    cfg = compose_config(run_overrides(tmp_path, *recipe, "train.epochs=1"))
+    assert cfg.output_dir.endswith("-dp")
+    run_dir = train(compose_config(run_overrides(tmp_path, *recipe, "train.epochs=1", f"output_dir={tmp_path / 'run'}")))
+    end = epoch_ends(run_dir)[-1]
+    assert set(end["epsilon"]) == {"rdp", "prv"}
+    assert 0 < end["epsilon"]["prv"] <= end["epsilon"]["rdp"] <= 8.0  # calibrated by RDP, PRV is tighter
+    privacy = end["privacy"]
+    assert privacy["steps"] == end["steps"] and privacy["chunks_per_user"]["max"] <= 8
+    assert privacy["group"]["chunks"] == privacy["chunks_per_user"]["max"]
+    checkpoint = run_dir / "checkpoints" / "epoch-1"
+    assert json.loads((checkpoint / "privacy.json").read_text())["epsilon"] == end["epsilon"]
+    model = AutoModelForMaskedLM.from_pretrained(checkpoint)
+    assert dp.prediction_head(model).bias.abs().sum() > 0
+
+
+def test_resumed_run_keeps_its_accountant_history(tmp_path):
+    """A run stopped after epoch 1 and resumed for epoch 2 spends what an uninterrupted run of 2 epochs
+    spends: the accountants' history is restored, not restarted."""
+    fixed = (*run_overrides(tmp_path, "recipe=dp", "train.dp.noise_multiplier=0.8"), f"output_dir={tmp_path / 'run'}")
+    train(compose_config([*fixed, "train.epochs=1"]))
+    first, second = epoch_ends(train(compose_config([*fixed, "train.epochs=2"])))
+    steps = first["privacy"]["steps"]
+    assert second["privacy"]["steps"] == 2 * steps == 2 * first["steps"]
+    uninterrupted = dp.PrivacyLedger(0.8, first["privacy"]["sample_rate"])
+    for _ in range(2 * steps):
+        uninterrupted(_Optimizer(noise_multiplier=0.8))
+    assert second["epsilon"] == uninterrupted.epsilon(1e-5)
+    assert second["epsilon"]["rdp"] > first["epsilon"]["rdp"]
+
+
+PROBE = textwrap.dedent('''
+    """Two ranks, one DP step each on batches that give zero gradient (rank 0: an empty Poisson batch,
+    rank 1: chunks with no masked token): what the optimizer applies is the noise alone."""
+    import json, sys
+    import torch
+    from accelerate import Accelerator
+    from transformers import AutoTokenizer
+    sys.path.insert(0, sys.argv[2])
+    from tests.test_dp import tiny_model, tiny_features, trainer_for, capture_gradients, batch_of
+    from ppmlm.models import default_model_path
+
+    accelerator = Accelerator(cpu=True)
+    tokenizer = AutoTokenizer.from_pretrained(default_model_path())
+    features = tiny_features(tokenizer)
+    trainer, collator = trainer_for(tokenizer, tiny_model(tokenizer), features, "train.dp.noise_multiplier=0.7",
+                                    "train.dp.max_grad_norm=2.0", batch_size=5, mlm_probability=0.0)
+    seen = capture_gradients(trainer)
+    trainer.physical_step(None if accelerator.process_index == 0 else batch_of(collator, features, 3))
+    flat = torch.cat([g.flatten() for g in seen[0]])
+    ranks = accelerator.gather(flat.sum().reshape(1)).tolist()
+    if accelerator.is_main_process:
+        json.dump({"std": flat.std().item(), "rank_sums": ranks, "steps": trainer.ledger.steps,
+                   "processes": accelerator.num_processes}, open(sys.argv[1], "w"))
+''')
+
+
+def test_two_processes_add_the_noise_once_per_logical_batch(tmp_path):
+    """Under `accelerate launch --multi_gpu --num_processes 2` on CPU, the averaged gradient's noise has
+    std sigma*C/L, as in one process (test_empty_batch_steps_with_noise_of_the_right_scale): not sqrt(2)
+    times more (noise on every rank) nor half of it (scaling by the world size)."""
+    script, out = tmp_path / "probe.py", tmp_path / "two.json"
+    script.write_text(PROBE)
+    launcher = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+    done = subprocess.run([*launcher, str(script), str(out), str(ROOT)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    two = json.loads(out.read_text())
+    assert two["processes"] == 2 and two["steps"] == 1
+    assert two["rank_sums"][0] == two["rank_sums"][1]  # every rank applies the same gradient
+    assert two["std"] == pytest.approx(0.7 * 2.0 / 5, rel=0.03)
+
+    # The training loop itself, with logical batches split into physical ones of different counts per rank:
+    # the ranks stay in step and the accounting is that of one process (q = batch / all chunks).
+    run_dir = tmp_path / "run"
+    args = run_overrides(tmp_path, "recipe=dp", "train.epochs=1", "train.batch_size=6", "train.dp.noise_multiplier=0.8",
+                         "train.dp.physical_batch_size=2", f"output_dir={run_dir}")
+    done = subprocess.run([*launcher, str(ROOT / "train.py"), *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    end = epoch_ends(run_dir)[-1]
+    assert end["processes"] == 2 and len(set(end["weight_checksums"])) == 1
+    privacy = end["privacy"]
+    assert privacy["sample_rate"] == 6 / privacy["chunks"] and privacy["steps"] == end["steps"]
+    one_process = dp.PrivacyLedger(0.8, privacy["sample_rate"])
+    for _ in range(privacy["steps"]):
+        one_process(_Optimizer(noise_multiplier=0.8))
+    assert end["epsilon"] == one_process.epsilon(1e-5)
