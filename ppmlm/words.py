@@ -56,6 +56,7 @@ class WordSegmenter:
         self.casefold = casefold
         self._tokenizer = _blank(lang).tokenizer
         self.stop_words = _blank(lang).Defaults.stop_words
+        self._terms: dict[int, str | None] = {}  # spaCy orth id -> term: each distinct string normalized once
 
     def normalize(self, text: str) -> str | None:
         """The term for a word's text, or None when the word has no letter or digit."""
@@ -72,14 +73,18 @@ class WordSegmenter:
 
     def _words(self, doc) -> Words:
         starts, ends, terms = [], [], []
-        normalize = self.normalize
+        cache = self._terms
         for token in doc:
             if token.is_space:
                 continue
-            text = token.text
-            starts.append(token.idx)
-            ends.append(token.idx + len(text))
-            terms.append(normalize(text))
+            start = token.idx
+            starts.append(start)
+            ends.append(start + len(token))
+            orth = token.orth
+            term = cache.get(orth, 0)
+            if term == 0:
+                term = cache[orth] = self.normalize(token.text)
+            terms.append(term)
         return Words(starts, ends, terms)
 
     def __call__(self, text: str) -> Words:
