@@ -43,7 +43,7 @@ def write_report(out_dir) -> Path:
     sample_rows = read_jsonl(samples_path) if samples_path.exists() else []
     user_rows = read_jsonl(users_path) if users_path.exists() else []
     sections = [
-        f"<h1>Privacy audit</h1><p>Latest audited epoch: {latest['epoch']}. Model: <code>{_text(latest.get('model'))}</code>. "
+        f"<h1>Privacy audit</h1><p>Latest audited epoch: {latest['epoch']}. Model: <code>{_text(latest.get('model') or 'given in memory')}</code>. "
         f"Reference model of the likelihood-ratio attack: <code>{_text(latest.get('reference') or 'none')}</code>.</p>"
         "<p class=note>This report counts identifiers; it never shows one. Scores files beside it hold "
         "pseudonymous ids and membership labels: they are sensitive too.</p>",
@@ -151,7 +151,8 @@ def _epochs_figure(epochs: list[dict]):
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     x = [e["epoch"] for e in epochs]
     left.plot(x, [e["privacy"]["score"] for e in epochs], "o-", label="privacy (identifiers never predicted)")
-    left.plot(x, [e["utility"].get("masked_word_accuracy") or np.nan for e in epochs], "s-", label="utility (non-member word accuracy)")
+    utility = [e["utility"]["masked_word_accuracy"] for e in epochs]
+    left.plot(x, [np.nan if u is None else u for u in utility], "s-", label="utility (non-member word accuracy)")
     left.set(xlabel="epoch", ylim=(0, 1.02), title="privacy and utility")
     for attack in USER_ATTACKS:
         right.plot(x, [(e["attacks"][attack]["user"] or {}).get("auc", np.nan) for e in epochs], "o-", label=ATTACK_NAMES[attack])

@@ -36,7 +36,8 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
     started = time.perf_counter()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    devices = [model.device.index or 0] if model.device.type == "cuda" else []
+    device = next(model.parameters()).device
+    devices = [device.index or 0] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):  # nothing here may shift the training's random streams
         generator = torch.Generator().manual_seed(config.seed)
         present = set(corpus["user_id"])
@@ -46,7 +47,8 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
         samples = build_samples(corpus, roles, blacklist.segmenter, tokenizer, config.max_length,
                                 config.max_chunks_per_user, generator)
         plans = [masking_plan(s, config.maskings, config.mlm_probability, config.mask_each_word, generator) for s in samples]
-        samples, plans = zip(*[(s, p) for s, p in zip(samples, plans) if p]) if any(plans) else ((), ())
+        kept = [(sample, plan) for sample, plan in zip(samples, plans) if plan]  # punctuation-only chunks: nothing to mask
+        samples, plans = [sample for sample, _ in kept], [plan for _, plan in kept]
         passes = dict(mask_token_id=tokenizer.mask_token_id, pad_token_id=tokenizer.pad_token_id,
                       batch_size=config.batch_size, progress=config.progress)
         target = score_samples(model, samples, plans, description=f"audit epoch {epoch}", **passes)
@@ -153,14 +155,10 @@ def _reference_pass(reference, samples, plans, out_dir: Path, passes: dict) -> l
 
 def summary_line(figures: dict, out_dir: Path) -> str:
     """One line for logs: rates and counts, never a term or a user id."""
-    privacy, utility = figures["privacy"], figures["utility"]
-    aucs = []
-    for attack, levels in figures["attacks"].items():
-        user = levels.get("user")
-        if user is not None:
-            aucs.append(f"{attack.replace('_', ' ')} {user['auc']:.2f}")
-    accuracy = utility["masked_word_accuracy"]
-    return (f"audit epoch {figures['epoch']}: utility {accuracy:.3f}" if accuracy is not None else f"audit epoch {figures['epoch']}: utility n/a") + (
-        f", privacy {privacy['score']:.4f} ({privacy['leaked']} of {privacy['identifiers']} identifiers predicted)"
-        f", user-level MIA AUC: {', '.join(aucs) or 'n/a'} [{figures['seconds']:.0f}s, {out_dir / 'report.html'}]"
-    )
+    privacy, accuracy = figures["privacy"], figures["utility"]["masked_word_accuracy"]
+    aucs = [f"{attack.replace('_', ' ')} {levels['user']['auc']:.2f}"
+            for attack, levels in figures["attacks"].items() if levels["user"] is not None]
+    utility = f"{accuracy:.3f}" if accuracy is not None else "n/a"
+    return (f"audit epoch {figures['epoch']}: utility {utility}, privacy {privacy['score']:.4f} "
+            f"({privacy['leaked']} of {privacy['identifiers']} identifiers predicted), "
+            f"user-level MIA AUC: {', '.join(aucs) or 'n/a'} [{figures['seconds']:.0f}s, {out_dir / 'report.html'}]")
