@@ -1,0 +1,94 @@
+"""Cost of the audit at its default settings against one epoch of training on the embedded default.
+
+Trains one epoch of a recipe (default ppmlm) with `ppmlm.training.train`, then audits the checkpoint
+twice with `audit_checkpoint` and the run's own audit settings (`AuditConfig.from_run_config`):
+
+- first audit: the target pass and the reference pass (the likelihood-ratio attack); what the audit
+  after the first epoch costs. The reference here is the audited checkpoint itself: any reference of
+  the same architecture (the population model, the starting checkpoint) costs the same.
+- later audits: the reference energies come from the audit directory's cache (every epoch audits the
+  same chunks under the same maskings), so only the target pass runs.
+
+One epoch of training is timed from the moment the run has written split.json (data, blacklist and
+features are ready; the blacklist build is cached and shared by every run, so it is not charged to an
+epoch) to its epoch_end line (model loading, all steps and the checkpoint included).
+
+    python bench/audit.py [--tiny] [--recipe ppmlm] [--users 40]
+
+The last line is `audit_cost_ratio: X` (first audit / one epoch; target <= 0.25).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from ppmlm.audit import AuditConfig, audit_checkpoint  # noqa: E402
+from ppmlm.corpus.split import UserSplit  # noqa: E402
+from ppmlm.identifiers.blacklist import Blacklist  # noqa: E402
+from ppmlm.training import train  # noqa: E402
+from ppmlm.training.cli import compose_config  # noqa: E402
+from ppmlm.training.data import load_run_corpus  # noqa: E402
+
+TINY = ["+model.config={model_type: bert, hidden_size: 64, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 128}",
+        "train.max_length=128"]
+
+
+def epoch_seconds(run_dir: Path) -> float:
+    ready = (run_dir / "split.json").stat().st_mtime
+    ends = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if '"epoch_end"' in line]
+    return ends[-1]["time"] - ready
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tiny", action="store_true", help="a tiny model from a config, 128-token chunks (quick check)")
+    parser.add_argument("--recipe", default="ppmlm")
+    parser.add_argument("--users", type=int, default=40, help="patients of the embedded corpus (the default is 40)")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="ppmlm-bench-audit-") as tmp:
+        overrides = [f"recipe={args.recipe}", "train.epochs=1", f"data.synth_users={args.users}",
+                     f"output_dir={tmp}/run", "++audit.enabled=false", *(TINY if args.tiny else [])]
+        cfg = compose_config(overrides)
+        run_dir = train(cfg)
+        training = epoch_seconds(run_dir)
+        checkpoint = run_dir / "checkpoints" / "epoch-1"
+        corpus = load_run_corpus(cfg.data, cfg.seed)
+        split = UserSplit.load(run_dir / "split.json")
+        blacklist = Blacklist.load(next(p for p in Path(cfg.blacklist.cache_dir).iterdir()
+                                        if (p / "stats.json").exists() and _built_for(p, corpus, split)))
+        config = AuditConfig.from_run_config(cfg, progress=False)
+        timings = []
+        for _ in range(2):
+            started = time.perf_counter()
+            audit_checkpoint(checkpoint, corpus, split, blacklist, Path(tmp) / "audit", 1, config, reference=checkpoint)
+            timings.append(time.perf_counter() - started)
+
+    first, later = timings
+    print(f"settings: {config.max_users_per_side} users per side, {config.max_chunks_per_user} chunks per user, "
+          f"{config.maskings} maskings, {config.max_length}-token chunks")
+    print(f"one training epoch: {training:.1f}s; audit with the reference pass: {first:.1f}s; "
+          f"later epochs (reference energies cached): {later:.1f}s")
+    print(f"audit_cost_ratio_cached_reference: {later / training:.3f}")
+    print(f"audit_cost_ratio: {first / training:.3f}")
+
+
+def _built_for(directory: Path, corpus, split: UserSplit) -> bool:
+    """The cached blacklist of this run's members (the cache holds one per corpus and parameters)."""
+    from ppmlm.identifiers.blacklist import corpus_fingerprint
+
+    members = set(split.members)
+    fingerprint = corpus_fingerprint(corpus.filter(lambda user: user in members, input_columns="user_id"))
+    stats = json.loads((directory / "stats.json").read_text())
+    return stats.get("parameters", {}).get("corpus_fingerprint") == fingerprint
+
+
+if __name__ == "__main__":
+    main()
