@@ -257,9 +257,9 @@ def audited_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("audited_run")
     corpus = tmp / "corpus.jsonl"
     write_jsonl(generate_corpus(10, seed=42), corpus)
-    run = train(compose_config([TINY, f"data.path={corpus}", "train.max_length=64", "train.epochs=2", "blacklist.ner=none",
-                                "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp / 'cache'}", f"output_dir={tmp / 'run'}",
-                                "recipe=mlm", "++audit.enabled=false"]))
+    overrides = [TINY, f"data.path={corpus}", "train.max_length=64", "train.epochs=2", "blacklist.ner=none", "blacklist.spans_from=phi",
+                 f"blacklist.cache_dir={tmp / 'cache'}", f"output_dir={tmp / 'run'}", "recipe=mlm", "++audit.enabled=false"]
+    run = train(compose_config(overrides))
     [blacklist] = [p for p in (tmp / "cache").iterdir() if p.is_dir() and not p.name.startswith(".")]
     checkpoints, out = run / "checkpoints", tmp / "audit"
     first = audit_command(checkpoints / "epoch-1", corpus, blacklist, out, reference=str(checkpoints / "epoch-1"), settings=QUIET)
@@ -269,7 +269,7 @@ def audited_run(tmp_path_factory):
                           env=dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1"))
     assert done.returncode == 0, done.stdout + done.stderr
     return SimpleNamespace(tmp=tmp, corpus=corpus, run=run, blacklist=blacklist, out=out, first=first,
-                           logs=done.stdout + done.stderr)
+                           logs=done.stdout + done.stderr, overrides=overrides)
 
 
 def test_ppmlm_audit_writes_every_output(audited_run):
@@ -308,6 +308,25 @@ def test_standalone_audit_reproduces_the_figures(audited_run, tmp_path):
                           tmp_path, reference=str(audited_run.run / "checkpoints" / "epoch-1"), settings=QUIET)
     for key in ("audited", "utility", "privacy", "attacks"):
         assert again[key] == audited_run.first[key], key
+
+
+def test_training_epoch_audit_follows_the_run_configuration(audited_run):
+    """What the training loop calls after each checkpoint: settings from cfg.audit, outputs in <output_dir>/audit."""
+    from ppmlm.audit import audit_training_epoch
+    from ppmlm.training.cli import compose_config
+    from ppmlm.training.data import RunData
+
+    output = audited_run.tmp / "loop"
+    cfg = compose_config([*audited_run.overrides, f"output_dir={output}", "++audit.reference=none",
+                          "++audit.max_users_per_side=3", "++audit.maskings=4", "++audit.seed=7", "++audit.progress=false"])
+    run_data = RunData(load_corpus(audited_run.corpus), UserSplit.load(audited_run.run / "split.json"),
+                       Blacklist.load(audited_run.blacklist), features=None)
+    figures = audit_training_epoch(cfg, run_data, audited_run.run / "checkpoints" / "epoch-2", 2, epsilon={"rdp": 3.5, "delta": 1e-5})
+    assert json.loads((output / "audit" / "epoch-2.json").read_text()) == figures
+    assert figures["audited"]["member_users"] == 3 and figures["audited"]["maskings_per_sample"] == 4
+    assert figures["config"]["max_length"] == 64 and figures["config"]["seed"] == 7
+    assert figures["dp"] == {"rdp": 3.5, "delta": 1e-5} and figures["reference"] is None
+    assert "rdp 3.5" in (output / "audit" / "report.html").read_text()
 
 
 class _Page(HTMLParser):

@@ -95,7 +95,7 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
         "attacks": all_attack_figures(sample_rows, user_rows, config.fpr_levels),
         "identifier_attack_k": k,
         "dp": epsilon,
-        "config": asdict(config),
+        "config": {**asdict(config), "fpr_levels": list(config.fpr_levels)},
         "seconds": round(time.perf_counter() - started, 2),
     }
     write_epoch(out_dir, figures, sample_rows, user_rows)
