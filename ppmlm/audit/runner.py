@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import asdict
 from pathlib import Path
 
@@ -58,28 +58,17 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
     graph = AuditorGraph(corpus, set(split.members), set(split.audit_non_members), blacklist.segmenter, reader)
     k = config.k or blacklist.stats.get("parameters", {}).get("k", 2)
     pseudonym = Pseudonyms(out_dir)
-    predicted_by_user: dict[str, set] = {u: set() for u in roles}
-    words_by_user: dict[str, set] = {u: set() for u in roles}
-    predicted_in_training: Counter = Counter()
-    sample_rows = []
-    for i, (sample, result) in enumerate(zip(samples, target)):
-        keys = [reader.key(term) for term in sample.terms]
-        words_by_user[sample.user].update(keys[w] for w in sample.maskable_words)
-        for masking in result.predictions:
-            for prediction in masking:
-                key = reader.predicted(prediction, sample.terms[prediction.word])
-                predicted_by_user[sample.user].add(key)
-                if sample.member:
-                    predicted_in_training[key] += 1
-        sample_rows.append(_sample_row(sample, result, reference_results[i] if reference_results else None, pseudonym))
+    words_by_user, predicted_by_user, predicted_in_training = _words_and_predictions(samples, target, reader)
+    sample_rows = [_sample_row(sample, result, reference_results[i] if reference_results else None, pseudonym)
+                   for i, (sample, result) in enumerate(zip(samples, target))]
     identifier_scores = {}
-    for user in roles:
-        identifiers = graph.indirect(words_by_user[user] - {None}, k)
+    for user in words_by_user:
+        identifiers = graph.indirect(words_by_user[user], k)
         count, share = identifier_count(identifiers, predicted_by_user[user])
         identifier_scores[pseudonym("user", user)] = (len(identifiers), count, share)
     user_rows = user_rows_from_samples(sample_rows, identifier_scores)
 
-    in_training_text = set().union(*(words_by_user[u] for u in members)) - {None}
+    in_training_text = set().union(*(words for user, words in words_by_user.items() if roles[user]))
     figures = {
         "epoch": epoch,
         "model": getattr(model.config, "_name_or_path", None) or None,
@@ -102,6 +91,24 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
     write_report(out_dir)
     print(summary_line(figures, out_dir), flush=True)
     return figures
+
+
+def _words_and_predictions(samples, results, reader) -> tuple[dict, dict, Counter]:
+    """Per user, the keys of their audited words and of every word the model predicted in their chunks;
+    and how many times each word was predicted in the members' chunks (regurgitation)."""
+    words_by_user: dict[str, set] = defaultdict(set)
+    predicted_by_user: dict[str, set] = defaultdict(set)
+    predicted_in_training: Counter = Counter()
+    for sample, result in zip(samples, results):
+        keys = (reader.key(sample.terms[w]) for w in sample.maskable_words)
+        words_by_user[sample.user].update(key for key in keys if key is not None)
+        for masking in result.predictions:
+            for prediction in masking:
+                key = reader.predicted(prediction, sample.terms[prediction.word])
+                predicted_by_user[sample.user].add(key)
+                if sample.member:
+                    predicted_in_training[key] += 1
+    return words_by_user, predicted_by_user, predicted_in_training
 
 
 def _sample_row(sample, result: SampleResult, reference: SampleResult | None, pseudonym) -> dict:

@@ -80,20 +80,21 @@ def score_samples(model, samples, plans, mask_token_id: int, pad_token_id: int, 
         for begin in tqdm(range(0, len(rows), batch_size), desc=description, disable=not progress):
             batch = rows[begin : begin + batch_size]
             width = max(len(samples[s].input_ids) for s, _ in batch)
-            input_ids = np.full((len(batch), width), pad_token_id, dtype=np.int64)
+            originals = np.full((len(batch), width), pad_token_id, dtype=np.int64)
+            word_ids = np.full((len(batch), width), -1, dtype=np.int64)
             attention = np.zeros((len(batch), width), dtype=np.int64)
             target = np.zeros((len(batch), width), dtype=bool)
             for i, (s, m) in enumerate(batch):
-                sample = samples[s]
-                length = len(sample.input_ids)
-                hidden_words = np.isin(sample.word_ids, plans[s][m]) & (sample.word_ids >= 0)
-                input_ids[i, :length] = np.where(hidden_words, mask_token_id, sample.input_ids)
+                sample, length = samples[s], len(samples[s].input_ids)
+                originals[i, :length] = sample.input_ids
+                word_ids[i, :length] = sample.word_ids
                 attention[i, :length] = 1
-                target[i, :length] = hidden_words
+                target[i, :length] = np.isin(sample.word_ids, plans[s][m]) & (sample.word_ids >= 0)
+            input_ids = np.where(target, mask_token_id, originals)
             log_probs = masked_log_probs(model, torch.from_numpy(input_ids).to(device),
                                          torch.from_numpy(attention).to(device), torch.from_numpy(target).to(device))
             row_of, position_of = np.nonzero(target)  # row-major: the order of `log_probs`' rows
-            originals = np.array([samples[batch[i][0]].input_ids[p] for i, p in zip(row_of, position_of)], dtype=np.int64)
+            originals, word_of = originals[row_of, position_of], word_ids[row_of, position_of]
             nll = -log_probs.gather(1, torch.from_numpy(originals).to(device)[:, None])[:, 0].double().cpu().numpy()
             guesses = log_probs.argmax(dim=-1).cpu().numpy()
             nll_per_row = np.bincount(row_of, weights=nll, minlength=len(batch))
@@ -102,16 +103,15 @@ def score_samples(model, samples, plans, mask_token_id: int, pad_token_id: int, 
                 results[s].nll[m] = nll_per_row[i]
                 results[s].tokens[m] = tokens_per_row[i]
             if with_predictions:
-                _collect_words(results, samples, batch, row_of, position_of, guesses, originals)
+                _collect_words(results, batch, row_of, word_of, guesses, originals)
     finally:
         model.train(was_training)
     return results
 
 
-def _collect_words(results, samples, batch, row_of, position_of, guesses, originals) -> None:
+def _collect_words(results, batch, row_of, word_of, guesses, originals) -> None:
     """Groups the masked tokens of each row by word (a word's subwords are consecutive) into WordPredictions."""
-    word_of = [int(samples[batch[i][0]].word_ids[p]) for i, p in zip(row_of, position_of)]
     for (i, word), tokens in groupby(range(len(row_of)), key=lambda t: (row_of[t], word_of[t])):
         tokens = list(tokens)
         s, m = batch[i]
-        results[s].predictions[m].append(WordPrediction(word, tuple(guesses[tokens].tolist()), tuple(originals[tokens].tolist())))
+        results[s].predictions[m].append(WordPrediction(int(word), tuple(guesses[tokens].tolist()), tuple(originals[tokens].tolist())))
