@@ -29,7 +29,10 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from transformers import AutoTokenizer  # noqa: E402
+
 from ppmlm.audit import AuditConfig, audit_checkpoint  # noqa: E402
+from ppmlm.audit.command import training_blacklist  # noqa: E402
 from ppmlm.corpus.split import UserSplit  # noqa: E402
 from ppmlm.identifiers.blacklist import Blacklist  # noqa: E402
 from ppmlm.training import train  # noqa: E402
@@ -62,8 +65,7 @@ def main() -> None:
         checkpoint = run_dir / "checkpoints" / "epoch-1"
         corpus = load_run_corpus(cfg.data, cfg.seed)
         split = UserSplit.load(run_dir / "split.json")
-        blacklist = Blacklist.load(next(p for p in Path(cfg.blacklist.cache_dir).iterdir()
-                                        if (p / "stats.json").exists() and _built_for(p, corpus, split)))
+        blacklist = Blacklist.load(training_blacklist(cfg, corpus, split, AutoTokenizer.from_pretrained(str(checkpoint))))
         config = AuditConfig.from_run_config(cfg, progress=False)
         timings = []
         for _ in range(2):
@@ -78,16 +80,6 @@ def main() -> None:
           f"later epochs (reference energies cached): {later:.1f}s")
     print(f"audit_cost_ratio_cached_reference: {later / training:.3f}")
     print(f"audit_cost_ratio: {first / training:.3f}")
-
-
-def _built_for(directory: Path, corpus, split: UserSplit) -> bool:
-    """The cached blacklist of this run's members (the cache holds one per corpus and parameters)."""
-    from ppmlm.identifiers.blacklist import corpus_fingerprint
-
-    members = set(split.members)
-    fingerprint = corpus_fingerprint(corpus.filter(lambda user: user in members, input_columns="user_id"))
-    stats = json.loads((directory / "stats.json").read_text())
-    return stats.get("parameters", {}).get("corpus_fingerprint") == fingerprint
 
 
 if __name__ == "__main__":

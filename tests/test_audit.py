@@ -248,8 +248,8 @@ def test_reference_configuration_and_cache(tmp_path):
 
 @pytest.fixture(scope="module")
 def audited_run(tmp_path_factory):
-    """A tiny mlm run of two epochs; epoch 1 audited through the Python API, epoch 2 by `ppmlm audit`,
-    both against the epoch-1 checkpoint as reference."""
+    """A tiny mlm run of two epochs; epoch 1 audited through the Python API (finding the run's blacklist
+    itself), epoch 2 by `ppmlm audit`, both against the epoch-1 checkpoint as reference."""
     from ppmlm.corpus.synth import generate_corpus, write_jsonl
     from ppmlm.training.cli import compose_config
     from ppmlm.training.loop import train
@@ -262,7 +262,7 @@ def audited_run(tmp_path_factory):
     run = train(compose_config(overrides))
     [blacklist] = [p for p in (tmp / "cache").iterdir() if p.is_dir() and not p.name.startswith(".")]
     checkpoints, out = run / "checkpoints", tmp / "audit"
-    first = audit_command(checkpoints / "epoch-1", corpus, blacklist, out, reference=str(checkpoints / "epoch-1"), settings=QUIET)
+    first = audit_command(checkpoints / "epoch-1", corpus, None, out, reference=str(checkpoints / "epoch-1"), settings=QUIET)
     command = [sys.executable, "-m", "ppmlm.cli", "audit", "--model", str(checkpoints / "epoch-2"), "--data", str(corpus),
                "--blacklist", str(blacklist), "--reference", str(checkpoints / "epoch-1"), "--out", str(out)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300,

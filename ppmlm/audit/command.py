@@ -34,7 +34,27 @@ def epsilon_of(checkpoint: Path) -> dict | None:
     return {**spent.get("epsilon", {}), "delta": spent.get("privacy", {}).get("delta")}
 
 
-def audit_command(model: Path, data, blacklist: Path, out: Path, reference: str | None = None, split: Path | None = None,
+def training_blacklist(cfg, corpus, split, tokenizer) -> Path:
+    """The blacklist a run trained with: its blacklist.path, else the cache entry built on its members with
+    its parameters (the one training reused or wrote)."""
+    from ppmlm.identifiers.blacklist import corpus_fingerprint
+
+    if cfg.blacklist.get("path"):
+        return Path(cfg.blacklist.path)
+    members = set(split.members)
+    wanted = {"corpus_fingerprint": corpus_fingerprint(corpus.filter(lambda user: user in members, input_columns="user_id")),
+              "k": cfg.blacklist.k, "n": cfg.blacklist.n, "ner": cfg.blacklist.ner, "spans_from": cfg.blacklist.spans_from,
+              "casefold": cfg.blacklist.casefold if cfg.blacklist.casefold is not None
+              else tokenizer("A", add_special_tokens=False)["input_ids"] == tokenizer("a", add_special_tokens=False)["input_ids"]}
+    cache = Path(cfg.blacklist.cache_dir)
+    found = [entry for entry in (cache.iterdir() if cache.is_dir() else ()) if (entry / "stats.json").exists()
+             and wanted.items() <= json.loads((entry / "stats.json").read_text()).get("parameters", {}).items()]
+    if len(found) != 1:
+        raise PPMLMError(f"cannot tell which blacklist under {cache} this run trained with; give --blacklist DIR")
+    return found[0]
+
+
+def audit_command(model: Path, data, blacklist: Path | None, out: Path, reference: str | None = None, split: Path | None = None,
                   epoch: int | None = None, columns: dict | None = None, settings: dict | None = None) -> dict:
     """Loads everything the audit needs from paths and runs it; `settings` override AuditConfig fields."""
     from omegaconf import OmegaConf
@@ -69,5 +89,11 @@ def audit_command(model: Path, data, blacklist: Path, out: Path, reference: str 
     config = AuditConfig.from_run_config(cfg, **settings) if cfg is not None else AuditConfig(**settings)
     if reference is None and cfg is not None:  # as during training; runs from before the audit existed: none
         reference = OmegaConf.select(cfg, "audit.reference", default=None)
+    if blacklist is None:
+        if cfg is None:
+            raise PPMLMError(f"--model {model} is not inside a training run: give --blacklist DIR")
+        from transformers import AutoTokenizer
+
+        blacklist = training_blacklist(cfg, corpus, user_split, AutoTokenizer.from_pretrained(str(model)))
     return audit_checkpoint(model, corpus, user_split, Blacklist.load(blacklist), out, epoch, config,
                             resolve_reference(reference, cfg), epsilon_of(model))
