@@ -114,3 +114,14 @@ def test_register_a_backend():
     register_ner("test-digits")(lambda arg: Digits())
     backend = load_ner("test-digits")
     assert list(backend.spans(["a1b2"])) == [[Span(1, 2, "ID"), Span(3, 4, "ID")]]
+
+
+def test_signatures_and_short_pager_numbers(ner):
+    cases = {
+        "SAFETY MAINTAINED. DUNN RN\nNEXT": ("DUNN", "NAME"),
+        "Signed by Dr. Day, pager 98013.": ("98013", "PHONE"),
+    }
+    for text, expected in cases.items():
+        assert expected in [(text[s.start:s.end], s.label) for s in next(ner.spans([text]))]
+    for text in ("PLAN DISCUSSED WITH RN", "Patient informed the charge RN"):
+        assert not [s for s in next(ner.spans([text])) if s.label == "NAME"]
