@@ -230,7 +230,7 @@ def test_checkpoint_reloads_as_a_plain_hugging_face_model(family, tmp_path, bert
 # --- the training loop ------------------------------------------------------------------------------------
 
 def run_overrides(tmp_path, *extra):
-    return [TINY_OVERRIDE, "data.synth_users=10", "train.max_length=64", "blacklist.ner=none",
+    return [TINY_OVERRIDE, "data.synth_users=10", "train.max_length=64", "blacklist.ner=none", "audit.enabled=false",
             "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp_path / 'cache'}", "train.dp.max_chunks_per_user=8",
             *extra]
 

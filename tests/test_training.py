@@ -23,7 +23,7 @@ TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, 
 
 def overrides(tmp_path, *extra):
     return [TINY, "data.synth_users=10", "train.max_length=64", "train.epochs=1", "blacklist.ner=none",
-            "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp_path / 'cache'}", *extra]
+            "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp_path / 'cache'}", "audit.enabled=false", *extra]
 
 
 def test_pseudonymize_and_protected_views():
@@ -50,6 +50,19 @@ def test_every_recipe_trains_and_checkpoints(tmp_path, recipe):
     assert steps and all({"loss", "lr", "masked_tokens", "tokens_per_s"} <= set(l) for l in steps)
     assert json.loads((run_dir / "split.json").read_text())["members"]
     assert f"variant: {recipe}" in (run_dir / "config.yaml").read_text()
+
+
+@pytest.mark.slow
+def test_training_audits_every_epoch_against_a_population_reference(tmp_path):
+    cfg = compose_config(overrides(tmp_path, "train.epochs=2", "audit.enabled=true", "audit.max_users_per_side=3",
+                                   f"audit.reference_cache_dir={tmp_path / 'references'}", f"output_dir={tmp_path / 'run'}"))
+    run_dir = train(cfg)
+    audits = sorted((run_dir / "audit").glob("epoch-*.json"))
+    assert [p.name for p in audits] == ["epoch-1.json", "epoch-2.json"]
+    figures = json.loads(audits[-1].read_text())
+    assert 0 <= figures["privacy"]["score"] <= 1 and "likelihood_ratio" in json.dumps(figures)
+    assert (run_dir / "audit" / "report.html").exists()
+    assert list((tmp_path / "references").glob("*/checkpoints/epoch-2/complete"))  # trained once, cached
 
 
 def test_corpus_by_path(tmp_path):

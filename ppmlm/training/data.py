@@ -66,7 +66,9 @@ def prepare(cfg, tokenizer, variant: Variant, accelerator) -> RunData:
     corpus = load_run_corpus(cfg.data, cfg.seed)
     split = split_users(corpus["user_id"], seed=cfg.seed, audit_fraction=cfg.data.audit_fraction,
                         population_fraction=cfg.data.population_fraction)
-    member_set = set(split.members)
+    if cfg.data.train_users not in ("members", "population"):
+        raise ValueError(f"data.train_users must be members or population, got {cfg.data.train_users!r}")
+    member_set = set(getattr(split, cfg.data.train_users))  # population: the audit's reference model
     members = corpus.filter(lambda user: user in member_set, input_columns="user_id")
     casefold = cfg.blacklist.casefold
     if casefold is None:  # an uncased tokenizer cannot tell "Smith" from "smith": neither should the terms

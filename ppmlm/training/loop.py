@@ -57,6 +57,11 @@ def train(cfg) -> Path:
         f"of at most {cfg.train.max_length} tokens; run directory {run_dir}"
     )
 
+    audit = cfg.audit.enabled and cfg.data.train_users == "members"
+    if audit:
+        from ppmlm.audit import audit_training_epoch, resolve_reference
+
+        resolve_reference(cfg.audit.reference, cfg)  # trains the population reference once, on every process
     model = load_model(cfg.model, tokenizer)
     collator = PrivacyMaskingCollator(tokenizer, mlm_probability=cfg.masking.mlm_probability, generator=torch.Generator())
     if cfg.train.dp.enabled:
@@ -105,6 +110,10 @@ def train(cfg) -> Path:
         if "epsilon" in report:
             accelerator.print(f"epoch {epoch + 1}: epsilon at delta={report['privacy']['delta']}: "
                               + ", ".join(f"{k} {v:.3f}" for k, v in report["epsilon"].items()))
+        if audit and accelerator.is_main_process:
+            epsilon = dict(report["epsilon"], delta=report["privacy"]["delta"]) if "epsilon" in report else None
+            audit_training_epoch(cfg, data, checkpoint, epoch + 1, epsilon)
+        accelerator.wait_for_everyone()
     accelerator.end_training()
     accelerator.print(f"done: checkpoints in {run_dir / 'checkpoints'}")
     return run_dir
