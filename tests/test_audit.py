@@ -224,8 +224,6 @@ def test_reference_configuration_and_cache(tmp_path):
     from ppmlm.training.cli import compose_config
 
     base = [TINY, "data.synth_users=6", f"++audit.reference_cache_dir={tmp_path}"]
-    with pytest.raises(PPMLMError, match="data.train_users"):
-        reference_config(compose_config(base))
     cfg = compose_config([*base, "++data.train_users=members", "output_dir=runs/a"])
     reference = reference_config(cfg)
     assert reference.data.train_users == "population" and reference.audit.enabled is False

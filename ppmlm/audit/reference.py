@@ -26,9 +26,6 @@ NOT_IN_KEY_TRAIN = ("log_every", "tracker", "num_workers")
 
 def reference_config(cfg):
     """The run's configuration retargeted at the population users, its output directory the cache entry."""
-    if "train_users" not in cfg.data:
-        raise PPMLMError("the population reference model needs the config key data.train_users "
-                         "(members | population) in recipes/config.yaml; see docs/audit.md")
     from ppmlm.identifiers.blacklist import corpus_fingerprint
     from ppmlm.training.data import load_run_corpus
 
