@@ -146,22 +146,26 @@ def _roc_figure(sample_rows: list[dict], user_rows: list[dict]):
 
 
 def _epochs_figure(epochs: list[dict]):
+    """Privacy on its own axis, zoomed to its range (the interesting values lie between 0.9 and 1)."""
     import matplotlib.pyplot as plt
 
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    figure, (privacy, utility, attacks) = plt.subplots(1, 3, figsize=(14, 4.2))
     x = [e["epoch"] for e in epochs]
-    left.plot(x, [e["privacy"]["score"] for e in epochs], "o-", label="privacy (identifiers never predicted)")
-    utility = [e["utility"]["masked_word_accuracy"] for e in epochs]
-    left.plot(x, [np.nan if u is None else u for u in utility], "s-", label="utility (non-member word accuracy)")
-    left.set(xlabel="epoch", ylim=(0, 1.02), title="privacy and utility")
+    scores = [e["privacy"]["score"] for e in epochs]
+    privacy.plot(x, scores, "o-")
+    privacy.set(ylim=(min(0.9, min(scores) - 0.01), 1.002), title="privacy (identifiers never predicted)")
+    accuracy = [e["utility"]["masked_word_accuracy"] for e in epochs]
+    utility.plot(x, [np.nan if a is None else a for a in accuracy], "s-", color="tab:orange")
+    utility.set(ylim=(0, 1.02), title="utility (non-member masked word accuracy)")
     for attack in USER_ATTACKS:
-        right.plot(x, [(e["attacks"][attack]["user"] or {}).get("auc", np.nan) for e in epochs], "o-", label=ATTACK_NAMES[attack])
-    right.axhline(0.5, color="k", linestyle="--", linewidth=0.8)
-    right.set(xlabel="epoch", ylim=(0, 1.02), title="user-level attack AUC")
-    for ax in (left, right):
+        attacks.plot(x, [(e["attacks"][attack]["user"] or {}).get("auc", np.nan) for e in epochs], "o-", label=ATTACK_NAMES[attack])
+    attacks.axhline(0.5, color="k", linestyle="--", linewidth=0.8)
+    attacks.set(ylim=(0, 1.02), title="user-level attack AUC")
+    attacks.legend(fontsize=8, loc="lower left")
+    for ax in (privacy, utility, attacks):
+        ax.set(xlabel="epoch")
         ax.set_xticks(x)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8, loc="lower left")
     return figure
 
 
