@@ -53,7 +53,8 @@ def train(cfg) -> Path:
         (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
         data.split.save(run_dir / "split.json")
     accelerator.print(
-        f"{variant.name}: {len(data.split.members)} training users, {len(data.features)} chunks "
+        f"{variant.name}: {len(getattr(data.split, cfg.data.train_users))} training users ({cfg.data.train_users}), "
+        f"{len(data.features)} chunks "
         f"of at most {cfg.train.max_length} tokens; run directory {run_dir}"
     )
 
