@@ -1,6 +1,7 @@
 """DP-SGD on tiny models: accounting, per-sample gradients, clipping, noise scale, resume, two processes."""
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -298,6 +299,12 @@ PROBE = textwrap.dedent('''
 ''')
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def test_two_processes_add_the_noise_once_per_logical_batch(tmp_path):
     """Under `accelerate launch --multi_gpu --num_processes 2` on CPU, the averaged gradient's noise has
     std sigma*C/L, as in one process (test_empty_batch_steps_with_noise_of_the_right_scale): not sqrt(2)
@@ -305,7 +312,8 @@ def test_two_processes_add_the_noise_once_per_logical_batch(tmp_path):
     script, out = tmp_path / "probe.py", tmp_path / "two.json"
     script.write_text(PROBE)
     launcher = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+                "--main_process_port", str(free_port())]  # not 29500: other launches may share the machine
     done = subprocess.run([*launcher, str(script), str(out), str(ROOT)], cwd=ROOT, capture_output=True, text=True,
                           timeout=600, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     assert done.returncode == 0, done.stdout + done.stderr
