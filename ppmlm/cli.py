@@ -90,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     audit = commands.add_parser("audit", help="audit a checkpoint: privacy score, utility, membership-inference attacks, report")
     audit.add_argument("--model", type=Path, required=True, help="checkpoint directory (e.g. runs/ppmlm/checkpoints/epoch-3)")
-    audit.add_argument("--data", required=True, help="the corpus the run was trained on (JSONL, CSV, Parquet or saved dataset)")
+    audit.add_argument("--data", help="the corpus the run was trained on (JSONL, CSV, Parquet or saved dataset; "
+                                       "default: the run's own)")
     audit.add_argument("--blacklist", type=Path, help="the training blacklist directory (default: the run's own)")
     audit.add_argument("--out", type=Path, required=True, help="audit directory (epoch-N.json, scores files, report.html)")
     audit.add_argument("--reference", help="likelihood-ratio reference: population | base | none | a checkpoint directory "

@@ -266,7 +266,7 @@ def audited_run(tmp_path_factory):
     tokenizer = AutoTokenizer.from_pretrained(str(checkpoint))
     tiny_bert(len(tokenizer), seed=5).save_pretrained(reference)
     tokenizer.save_pretrained(reference)
-    first = audit_command(checkpoint, corpus, None, out, reference=str(reference), settings=QUIET)
+    first = audit_command(checkpoint, None, None, out, reference=str(reference), settings=QUIET)
     command = [sys.executable, "-m", "ppmlm.cli", "audit", "--model", str(checkpoint), "--data", str(corpus), "--blacklist",
                str(blacklist), "--reference", str(reference), "--out", str(out), "--epoch", "2"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300,
@@ -282,7 +282,7 @@ def test_ppmlm_audit_writes_every_output_and_reproduces_the_api(audited_run):
                                                 "scores-epoch-2-users.jsonl", ".salt"}
     figures = json.loads((out / "epoch-2.json").read_text())
     assert figures["epoch"] == 2 and figures["reference"].endswith("reference") and figures["dp"] is None
-    assert figures["audited"]["member_users"] == min(8, len(split.members))
+    assert figures["audited"]["member_users"] == min(figures["config"]["max_users_per_side"], len(split.members))
     assert figures["audited"]["non_member_users"] == len(split.audit_non_members)
     assert 0 <= figures["utility"]["masked_word_accuracy"] <= 1 and 0 <= figures["privacy"]["score"] <= 1
     for attack in ("loss", "likelihood_ratio"):

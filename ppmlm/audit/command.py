@@ -56,7 +56,8 @@ def training_blacklist(cfg, corpus, split, tokenizer) -> Path:
 
 def audit_command(model: Path, data, blacklist: Path | None, out: Path, reference: str | None = None, split: Path | None = None,
                   epoch: int | None = None, columns: dict | None = None, settings: dict | None = None) -> dict:
-    """Loads everything the audit needs from paths and runs it; `settings` override AuditConfig fields."""
+    """Loads everything the audit needs from paths and runs it; `settings` override AuditConfig fields.
+    `data` and `blacklist` may be None for a checkpoint inside a training run (the run's own are used)."""
     from omegaconf import OmegaConf
 
     from ppmlm.corpus.loading import load_corpus
@@ -72,7 +73,14 @@ def audit_command(model: Path, data, blacklist: Path | None, out: Path, referenc
     if cfg is not None:
         names.update({key: cfg.data[key] for key in names if key in cfg.data})
     names.update({key: value for key, value in (columns or {}).items() if value is not None})
-    corpus = load_corpus(data, **names)
+    if data is not None:
+        corpus = load_corpus(data, **names)
+    elif cfg is not None:  # the run's own corpus: its data.path, or the embedded default it generated
+        from ppmlm.training.data import load_run_corpus
+
+        corpus = load_run_corpus(cfg.data, cfg.seed)
+    else:
+        raise PPMLMError(f"--model {model} is not inside a training run: give --data PATH")
     if split is None and run is not None and (run / "split.json").exists():
         split = run / "split.json"
     if split is not None:

@@ -18,7 +18,7 @@ class AuditConfig:
     (bench/audit.py); raise them for a final audit.
     """
 
-    max_users_per_side: int | None = 8
+    max_users_per_side: int | None = 6
     max_chunks_per_user: int | None = 1
     maskings: int = 10
     mask_each_word: bool = False
