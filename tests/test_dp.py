@@ -296,6 +296,8 @@ PROBE = textwrap.dedent('''
     if accelerator.is_main_process:
         json.dump({"std": flat.std().item(), "rank_sums": ranks, "steps": trainer.ledger.steps,
                    "processes": accelerator.num_processes}, open(sys.argv[1], "w"))
+    accelerator.wait_for_everyone()
+    accelerator.end_training()  # a rank leaving with the gloo group alive can abort at exit
 ''')
 
 
