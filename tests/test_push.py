@@ -1,0 +1,267 @@
+"""`ppmlm push` on a tiny audited run: the export reloads, its card carries the audit, nothing sensitive or
+blacklisted leaves, the policy refuses (no audit, figures over thresholds, a skipped attack), --force says
+so in the card, a dry run writes nothing, and the upload path makes the expected calls (never the network)."""
+import json
+import re
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+from huggingface_hub import ModelCard
+from safetensors.torch import load_file
+
+from ppmlm.cli import main
+from ppmlm.errors import PPMLMError
+from ppmlm.identifiers.blacklist import Blacklist
+from ppmlm.sharing import PolicyError, SharingPolicy, build_model_card, load_run_checkpoint, push_run
+
+TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
+LENIENT = SharingPolicy(min_privacy_score=0.0, max_tpr_at_1pct_fpr=dict.fromkeys(SharingPolicy().max_tpr_at_1pct_fpr, 1.0))
+MODEL_FILES = {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}
+
+
+@pytest.fixture(scope="session")
+def audited_run(tmp_path_factory):
+    """A tiny ppmlm run of one epoch, audited by the training loop against a separately initialized reference
+    (so that every attack has figures), and its training blacklist."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig
+
+    from ppmlm.models import default_model_path
+    from ppmlm.training.cli import compose_config
+    from ppmlm.training.loop import train
+
+    tmp = tmp_path_factory.mktemp("push")
+    tokenizer = AutoTokenizer.from_pretrained(default_model_path())
+    torch.manual_seed(5)
+    AutoModelForMaskedLM.from_config(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
+                                                num_attention_heads=2, intermediate_size=64)).save_pretrained(tmp / "reference")
+    tokenizer.save_pretrained(tmp / "reference")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models on a shared two-core machine
+    try:
+        run = train(compose_config([
+            TINY, "data.synth_users=10", "train.max_length=64", "train.epochs=1", "blacklist.ner=none",
+            "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp / 'cache'}", f"audit.reference={tmp / 'reference'}", "audit.max_users_per_side=3",
+            "audit.maskings=4", "++audit.progress=false", f"output_dir={tmp / 'run'}"]))
+    finally:
+        torch.set_num_threads(threads)
+    [blacklist] = [p for p in (tmp / "cache").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    return SimpleNamespace(tmp=tmp, run=run, blacklist=Blacklist.load(blacklist))
+
+
+def edited_copy(run: Path, target: Path, edit=None) -> Path:
+    """A copy of the run whose epoch-1 audit is changed by `edit(figures)`, or removed when `edit` is None."""
+    shutil.copytree(run, target)
+    audit = target / "audit" / "epoch-1.json"
+    if edit is None:
+        audit.unlink()
+    else:
+        figures = json.loads(audit.read_text())
+        edit(figures)
+        audit.write_text(json.dumps(figures))
+    return target
+
+
+def test_default_policy_is_the_one_in_recipes_config():
+    from ppmlm.training.cli import compose_config
+
+    assert SharingPolicy.from_config(compose_config([]).share) == SharingPolicy() == SharingPolicy.from_config(None)
+
+
+def test_policy_checks_thresholds_and_refuses_missing_figures():
+    figures = {"privacy": {"score": 0.995, "direct": {"score": 0.98}, "indirect": {"score": 1.0}},
+               "attacks": {"loss": {"sample": {"tpr_at_fpr": {"0.01": 0.05}}, "user": {"tpr_at_fpr": {"0.01": 0.2}}},
+                           "likelihood_ratio": {"sample": None, "user": None},
+                           "identifier_count": {"user": {"tpr_at_fpr": {"0.01": 0.0}}}}}
+    checks = {c.figure: c for c in SharingPolicy().check(figures)}
+    assert list(checks) == ["privacy score", "privacy score (direct)", "privacy score (indirect)",
+                            "loss TPR at 1% FPR (sample)", "loss TPR at 1% FPR (user)", "likelihood_ratio TPR at 1% FPR (sample)",
+                            "likelihood_ratio TPR at 1% FPR (user)", "identifier_count TPR at 1% FPR (user)",
+                            "identifier_share TPR at 1% FPR (user)"]
+    assert {name for name, c in checks.items() if not c.passed} == {
+        "privacy score (direct)", "loss TPR at 1% FPR (user)", "likelihood_ratio TPR at 1% FPR (sample)",
+        "likelihood_ratio TPR at 1% FPR (user)", "identifier_share TPR at 1% FPR (user)"}  # skipped or absent: not measured
+    assert checks["loss TPR at 1% FPR (user)"].describe() == "loss TPR at 1% FPR (user) 0.2 > 0.1"
+    assert checks["privacy score (direct)"].describe() == "privacy score (direct) 0.98 < 0.99"
+    assert checks["likelihood_ratio TPR at 1% FPR (user)"].status == "not measured"
+
+    relaxed = SharingPolicy().with_command_line("0.95", ["0.25", "likelihood_ratio=none", "identifier_share=none"])
+    assert relaxed.min_privacy_score == 0.95 and relaxed.max_tpr_at_1pct_fpr["loss"] == 0.25
+    statuses = {c.figure: c.status for c in relaxed.check(figures)}
+    assert statuses["likelihood_ratio TPR at 1% FPR (user)"] == "not checked" and all(c.passed for c in relaxed.check(figures))
+    for bad in (lambda: SharingPolicy().with_command_line(None, ["membership=0.1"]),
+                lambda: SharingPolicy().with_command_line("1.5"), lambda: SharingPolicy().with_command_line(None, ["lots"]),
+                lambda: SharingPolicy.from_config({"max_tpr_at_1pct_fpr": {"gradient": 0.1}})):
+        with pytest.raises(PPMLMError):
+            bad()
+
+
+def test_local_export_reloads_and_its_card_carries_the_audit(audited_run, tmp_path):
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    out = tmp_path / "export"
+    plan = push_run(audited_run.run, "org/tiny-ppmlm", local_dir=out, policy=LENIENT)
+    assert plan.verdict == "passed" and plan.destination == str(out)
+    assert {p.name for p in out.iterdir()} == MODEL_FILES | {"README.md"}  # the allow-list: nothing else of the run
+    model, tokenizer = AutoModelForMaskedLM.from_pretrained(out), AutoTokenizer.from_pretrained(out)
+    trained = load_file(audited_run.run / "checkpoints" / "epoch-1" / "model.safetensors")
+    assert all(torch.equal(value, model.state_dict()[name]) for name, value in trained.items() if name in model.state_dict())
+    assert len(tokenizer) == model.config.vocab_size
+
+    card = ModelCard.load(out / "README.md")
+    figures = json.loads((audited_run.run / "audit" / "epoch-1.json").read_text())
+    assert card.data.library_name == "transformers" and card.data.pipeline_tag == "fill-mask"
+    assert {"ppmlm", "privacy"} <= set(card.data.tags) and "dp" not in card.data.tags
+    assert card.data.base_model is None  # built from a config: no base model to link
+    results = {r.metric_name: r.metric_value for r in card.data.eval_results}
+    assert results["privacy score (identifiers never predicted)"] == round(figures["privacy"]["score"], 4)
+    text = card.text
+    assert "k = 2" in text and "n = 1" in text and "epoch 1 of 1" in text and "**passed**" in text
+    assert f"{figures['privacy']['score']:.4f} ({figures['privacy']['leaked']} of {figures['privacy']['identifiers']}" in text
+    for attack, name in (("loss", "loss"), ("likelihood_ratio", "likelihood ratio"), ("identifier_count", "identifier count")):
+        for level, result in figures["attacks"][attack].items():
+            tprs = " | ".join(f"{result['tpr_at_fpr'][fpr]:.3f}" for fpr in ("0.001", "0.01", "0.1"))
+            assert f"| {name} | {level} | {result['auc']:.3f} | {tprs} |" in text
+    assert f"{figures['audited']['member_users']} member users" in text and "Sharing policy overridden" not in text
+
+
+def words_without_the_corpus(shared, checks) -> set[str]:
+    """Words of the card of the same run with every audit figure blanked (numbers 0, strings empty): what the
+    card says whatever the corpus, i.e. the words of its template and of the run's settings."""
+    def blank(value):
+        if isinstance(value, dict):
+            return {key: blank(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [blank(item) for item in value]
+        return "" if isinstance(value, str) else value if value is None or isinstance(value, bool) else 0
+
+    card = build_model_card(replace(shared, figures=blank(shared.figures), training_users=0), checks, "org/tiny-ppmlm")
+    return {word.lower() for word in re.findall(r"\w+", str(card))}
+
+
+def test_no_blacklisted_term_in_any_exported_text_file(audited_run, tmp_path):
+    from ppmlm.models import default_model_path
+
+    out = tmp_path / "export"
+    plan = push_run(audited_run.run, "org/tiny-ppmlm", local_dir=out, force=True)
+    # The card prints counts and rates, so a number in it cannot be told from a number in a note: numeric
+    # terms are left out. Words the card holds whatever the corpus (its template: "each", "white" are
+    # indirect identifiers of the synthetic corpus by chance) or the untrained base model's configuration
+    # holds are not leaks either.
+    allowed = words_without_the_corpus(plan.shared, plan.checks)
+    for name in ("config.json", "tokenizer_config.json"):
+        allowed |= {word.lower() for word in re.findall(r"\w+", (default_model_path() / name).read_text())}
+    terms = [term for term in audited_run.blacklist.terms if re.search(r"[^\W\d_]", term)]
+    assert len(terms) > 50
+    # tokenizer.json (and vocab.txt, merges.txt for other tokenizers) lists the whole vocabulary, so it holds
+    # most words of any English corpus: it is the base tokenizer's, unchanged by training, and not searched.
+    searched = [p for p in out.iterdir() if p.suffix in (".md", ".json") and p.name != "tokenizer.json"]
+    assert {p.name for p in searched} == {"README.md", "config.json", "tokenizer_config.json"}
+    for path in searched:
+        text = path.read_text()
+        found = [t for t in terms if re.search(rf"(?<!\w){re.escape(t)}(?!\w)", text, re.IGNORECASE)
+                 and not set(re.findall(r"\w+", t.lower())) <= allowed]
+        assert not found, f"{path.name} holds {len(found)} blacklisted terms"
+
+
+def test_refuses_a_checkpoint_without_audit(audited_run, tmp_path, capsys):
+    run = edited_copy(audited_run.run, tmp_path / "run")
+    with pytest.raises(PPMLMError, match="epoch 1 has no audit"):
+        push_run(run, "org/tiny-ppmlm", local_dir=tmp_path / "out", force=True)
+    assert main(["push", str(run), "--repo-id", "org/tiny-ppmlm", "--local-dir", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and "has no audit" in error and not (tmp_path / "out").exists()
+
+
+def test_a_failing_audit_blocks_the_push_and_force_says_so_in_the_card(audited_run, tmp_path, capsys):
+    def members_found(figures):
+        figures["attacks"]["loss"]["user"]["tpr_at_fpr"]["0.01"] = 0.5
+        figures["attacks"]["likelihood_ratio"] = {"sample": None, "user": None}  # as when no reference was given
+
+    run = edited_copy(audited_run.run, tmp_path / "run", members_found)
+    out = tmp_path / "out"
+    assert main(["push", str(run), "--repo-id", "org/tiny-ppmlm", "--local-dir", str(out), "--min-privacy-score", "0"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and "loss TPR at 1% FPR (user) 0.5 > 0.1" in error
+    assert "likelihood_ratio TPR at 1% FPR (sample) not measured" in error and not out.exists()
+    with pytest.raises(PolicyError, match=r"loss TPR at 1% FPR \(user\) 0.5 > 0.2"):
+        push_run(run, "org/tiny-ppmlm", local_dir=out, policy=SharingPolicy().with_command_line("0", ["0.2"]))
+
+    assert main(["push", str(run), "--repo-id", "org/tiny-ppmlm", "--local-dir", str(out), "--min-privacy-score", "0",
+                 "--max-tpr", "likelihood_ratio=none", "--force"]) == 0
+    assert "shared anyway with --force" in capsys.readouterr().out
+    card = ModelCard.load(out / "README.md").text
+    assert "Sharing policy overridden" in card and "loss TPR at 1% FPR (user) 0.5 > 0.1" in card
+    assert "| likelihood ratio | sample | not measured |" in card
+    assert "| likelihood_ratio TPR at 1% FPR (user) | n/a | not checked |" in card
+
+
+def test_dry_run_lists_the_export_and_writes_nothing(audited_run, tmp_path, monkeypatch, capsys):
+    from huggingface_hub import HfApi
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("a dry run must not contact the Hub")
+
+    monkeypatch.setattr(HfApi, "create_repo", no_network)
+    monkeypatch.setattr(HfApi, "upload_folder", no_network)
+    before = sorted((p, p.stat().st_mtime_ns) for p in audited_run.run.rglob("*"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["push", str(audited_run.run), "--repo-id", "org/tiny-ppmlm", "--dry-run", "--min-privacy-score", "0",
+                 "--max-tpr", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "dry run" in printed and "sharing policy: passed" in printed
+    assert all(re.search(rf"{re.escape(name)} +[\d,]+ bytes", printed) for name in MODEL_FILES | {"README.md"})
+    assert sorted((p, p.stat().st_mtime_ns) for p in audited_run.run.rglob("*")) == before and not list(tmp_path.iterdir())
+
+
+def test_upload_creates_the_repository_and_uploads_only_the_export(audited_run, monkeypatch):
+    import huggingface_hub
+    from huggingface_hub import HfApi
+
+    calls = []
+
+    def create_repo(self, repo_id, **kwargs):
+        calls.append(("create_repo", repo_id, kwargs))
+        return f"https://huggingface.co/{repo_id}"
+
+    def upload_folder(self, *, repo_id, folder_path, **kwargs):
+        calls.append(("upload_folder", repo_id, {p.name for p in Path(folder_path).iterdir()}, kwargs))
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # the tests' environment sets it
+    monkeypatch.setattr(HfApi, "create_repo", create_repo)
+    monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
+    plan = push_run(audited_run.run, "org/tiny-ppmlm", private=True, policy=LENIENT)
+    assert calls[0] == ("create_repo", "org/tiny-ppmlm", {"private": True, "exist_ok": True})
+    assert calls[1][:3] == ("upload_folder", "org/tiny-ppmlm", MODEL_FILES | {"README.md"})
+    assert "audit: passed" in calls[1][3]["commit_message"] and len(calls) == 2
+    assert plan.destination == "https://huggingface.co/org/tiny-ppmlm"
+    with pytest.raises(PPMLMError, match="--repo-id"):
+        push_run(audited_run.run, "not a repo id!", policy=LENIENT)
+
+
+def test_a_dp_run_card_states_epsilon_and_privacy_json_stays(audited_run, tmp_path):
+    """DP accounting as the DP trainer writes it beside the weights: in the card, never in the export."""
+    from omegaconf import OmegaConf
+
+    from ppmlm.training.dp import GROUP_BOUND, group_bound
+
+    epsilon = {"rdp": 7.9, "prv": 6.2}
+    run = edited_copy(audited_run.run, tmp_path / "run", lambda figures: figures.update(dp={**epsilon, "delta": 1e-5}))
+    config = OmegaConf.load(run / "config.yaml")
+    config.train.dp.enabled = True
+    OmegaConf.save(config, run / "config.yaml")
+    privacy = {"delta": 1e-5, "noise_multiplier": 0.61, "max_grad_norm": 10.0, "sample_rate": 0.02, "steps": 44, "unit": "chunk",
+               "chunks_per_user": {"users": 6, "max": 90, "mean": 58.2},
+               "group": {"chunks": 90, "bound": GROUP_BOUND,
+                         **{name: group_bound(eps, 1e-5, 90) for name, eps in epsilon.items()}}}
+    (run / "checkpoints" / "epoch-1" / "privacy.json").write_text(json.dumps({"epsilon": epsilon, "privacy": privacy}))
+
+    plan = push_run(run, "org/tiny-ppmlm-dp", local_dir=tmp_path / "out", policy=LENIENT)
+    assert {name for name, _ in plan.files()} == MODEL_FILES | {"README.md"}
+    card = ModelCard.load(tmp_path / "out" / "README.md")
+    assert "dp" in card.data.tags and "`ppmlm + DP-SGD`" in card.text
+    assert "ε = 7.9 (RDP), 6.2 (PRV) at δ = 1e-05" in card.text and "σ = 0.61" in card.text
+    assert "at most 90 chunks" in card.text and "δ ≥ 1 (vacuous)" in card.text  # 90 chunks at ε 7.9: no per-user bound
