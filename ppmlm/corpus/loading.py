@@ -19,27 +19,29 @@ FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv
 def load_corpus(
     source,
     text_column: str = TEXT,
-    user_column: str = USER,
+    user_column: str | None = USER,
     doc_id_column: str = DOC,
 ) -> datasets.Dataset:
     """A validated corpus with columns `text`, `user_id`, `doc_id` (all strings) and any others it had.
 
     `source` is a path to a JSONL, CSV or Parquet file, a directory written by `Dataset.save_to_disk`,
-    or a `datasets.Dataset`. Missing `doc_id`s are numbered by record.
+    or a `datasets.Dataset`. Missing `doc_id`s are numbered by record. `user_column=None`: a corpus
+    without users (abstracts, articles), where each document is its own user.
     """
     if isinstance(source, datasets.Dataset):
         dataset, where = source, "the dataset"
     else:
         dataset, where = _read(Path(source), id_columns=(user_column, doc_id_column)), str(source)
     for column in (text_column, user_column):
-        if column not in dataset.column_names:
+        if column is not None and column not in dataset.column_names:
             raise CorpusError(
                 f"{where}: no column {column!r} (columns: {', '.join(dataset.column_names)}); "
                 f"name yours with --text-column / --user-column"
             )
     has_doc_ids = doc_id_column in dataset.column_names
-    texts, users = dataset[text_column], dataset[user_column]
+    texts = dataset[text_column]
     doc_ids = dataset[doc_id_column] if has_doc_ids else [str(i) for i in range(len(dataset))]
+    users = dataset[user_column] if user_column is not None else doc_ids
     clean_users, clean_doc_ids, seen = [], [], {}
     for i, (text, user, doc_id) in enumerate(zip(texts, users, doc_ids)):
         record = f"{where}: record {i}" + (f" ({doc_id_column}={doc_id!r})" if has_doc_ids else "")
@@ -48,7 +50,8 @@ def load_corpus(
             raise CorpusError(f"{record}: column {text_column!r} is {kind}")
         if not text.strip():
             raise CorpusError(f"{record}: column {text_column!r} is empty")
-        if user is None or (isinstance(user, str) and not user.strip()) or user != user:  # None, "", NaN
+        missing_user = user is None or (isinstance(user, str) and not user.strip()) or user != user  # None, "", NaN
+        if user_column is not None and missing_user:
             raise CorpusError(f"{record}: column {user_column!r} is null or empty (got {user!r})")
         if doc_id is None or str(doc_id) == "":
             raise CorpusError(f"{record}: column {doc_id_column!r} is null or empty")

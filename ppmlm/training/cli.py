@@ -27,8 +27,16 @@ def compose_config(overrides: list[str]):
 
 
 def train_from_overrides(overrides: list[str]):
+    """Masked-LM fine-tuning with a recipe, or the downstream classifier when the config says task: classify."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the Hub: every model is local
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    cfg = compose_config(overrides)
+    if cfg.task == "classify":
+        from ppmlm.downstream.classify import train_classifier
+
+        return train_classifier(cfg)
+    if cfg.task != "mlm":
+        raise PPMLMError(f"task={cfg.task}: choose mlm (a masked-LM recipe) or classify (recipe=classify)")
     from ppmlm.training.loop import train
 
-    return train(compose_config(overrides))
+    return train(cfg)
