@@ -118,7 +118,7 @@ class Blacklist:
         stats["counts"].update(_term_counts(self.graph, k, terms))
         for key in ("protected_share", "gold_coverage", "gold_coverage_by_label"):
             stats["counts"].pop(key, None)  # these need the text; rebuild to measure them again
-        stats["per_user"].update(_indirect_per_user(self.graph, k))
+        stats["per_user"].update(_indirect_per_user(self.graph, k, terms))
         return Blacklist(terms, self.spans, stats, self.casefold, self.graph)
 
     def summary(self) -> str:
@@ -352,10 +352,14 @@ def _term_counts(graph: UserTermGraph, k: int, terms: dict[str, TermEntry]) -> d
     }
 
 
-def _indirect_per_user(graph: UserTermGraph, k: int) -> dict:
-    """Distinct indirect identifiers per user at this k, for other k (Figure 8) and for n-grams up to n (Figure 10)."""
+def _indirect_per_user(graph: UserTermGraph, k: int, terms: dict[str, TermEntry]) -> dict:
+    """Distinct indirect identifiers per user at this k, those of them that are direct identifiers too (Figure 2),
+    for other k (Figure 8) and for n-grams up to n (Figure 10)."""
+    both = {term for term, entry in terms.items() if entry.kind == BOTH}
+    is_both = np.fromiter((term in both for term in graph.terms), dtype=bool, count=len(graph.terms))
     return {
         "indirect": graph.user_term_counts(graph.indirect(k)).tolist(),
+        "both": graph.user_term_counts(is_both).tolist(),
         "indirect_by_k": {str(kk): graph.user_term_counts(graph.indirect(kk)).tolist() for kk in K_RANGE},
         "indirect_by_n": {str(nn): graph.user_term_counts(graph.indirect(k) & (graph.term_n <= nn)).tolist()
                           for nn in range(1, graph.n + 1)},
@@ -403,7 +407,7 @@ def _stats(blacklist: Blacklist, graph: UserTermGraph, k: int, corpus, segmenter
         "per_user": {
             "words": words_per_user.tolist(),
             "direct": [len(s - {None}) for s in direct_per_user],
-            **_indirect_per_user(graph, k),
+            **_indirect_per_user(graph, k, blacklist.terms),
         },
         "word_user_degree": {  # Figure 3: how many users share each word, counted over distinct words and occurrences
             "degree": degrees.tolist(),
