@@ -45,7 +45,7 @@ def tiny_checkpoint(tmp_path_factory, bert_tokenizer):
 def test_classifier_from_a_checkpoint_trains_only_its_top_and_follows_the_schedule(tmp_path, tiny_checkpoint):
     run_dir = tmp_path / "run"
     assert main(["train", *overrides(f"model.name_or_path={tiny_checkpoint}", f"output_dir={run_dir}",
-                                     "classify.log_every=1")]) == 0
+                                     "classify.log_every=1", "classify.head_lr=1e-3")]) == 0
 
     results = json.loads((run_dir / "results.json").read_text())
     assert results["labels"] == ["cardiology", "gastroenterology", "infectious disease", "neurology", "respiratory"]
@@ -65,6 +65,7 @@ def test_classifier_from_a_checkpoint_trains_only_its_top_and_follows_the_schedu
     expected = [2e-5 * (s / warmup if s < warmup else (total - s) / (total - warmup)) for s in range(1, total + 1)]
     assert lrs == pytest.approx(expected, abs=1e-12)
     assert max(lrs) == pytest.approx(2e-5) and lrs.index(max(lrs)) + 1 == warmup and lrs[-1] == 0
+    assert [l["head_lr"] for l in lines if "lr" in l] == pytest.approx([50 * lr for lr in lrs], abs=1e-12)
 
     # Only the last encoder layer and the head changed; everything below is bit-identical to the checkpoint.
     before = load_file(str(tiny_checkpoint / "model.safetensors"))
@@ -83,13 +84,14 @@ def test_classifier_from_a_checkpoint_trains_only_its_top_and_follows_the_schedu
 def test_only_the_top_layer_and_the_head_get_gradients(model_type):
     config = AutoConfig.for_model(model_type, vocab_size=100, num_labels=3, **TINY)
     model = AutoModelForSequenceClassification.from_config(config)
-    trainable = freeze_all_but_top(model, layers=1)
+    top, head = freeze_all_but_top(model, layers=1)
     model(input_ids=torch.randint(5, 100, (2, 12)), labels=torch.tensor([0, 2])).loss.backward()
     graded = {name for name, p in model.named_parameters() if p.grad is not None}
     allowed = (f"{model_type}.encoder.layer.1.", f"{model_type}.pooler.", "classifier.")
     assert graded and all(name.startswith(allowed) for name in graded)
     assert graded == {name for name, p in model.named_parameters() if p.requires_grad}
-    assert trainable == sum(p.numel() for name, p in model.named_parameters() if name in graded)
+    assert {id(p) for p in top + head} == {id(p) for name, p in model.named_parameters() if name in graded}
+    assert all(name.startswith(allowed[1:]) for name, p in model.named_parameters() if any(p is q for q in head))
     assert any(name.startswith(f"{model_type}.encoder.layer.1.") for name in graded)
     with pytest.raises(PPMLMError, match="has 2 layers"):
         freeze_all_but_top(model, layers=3)

@@ -74,10 +74,11 @@ def train_classifier(cfg) -> Path:
     eval_loader = DataLoader([examples[i] for i in eval_rows], batch_size=clf.batch_size, collate_fn=collator)
 
     model = load_classifier(cfg.model, tokenizer, names)
-    trainable = freeze_all_but_top(model, clf.trainable_layers)
+    top, head = freeze_all_but_top(model, clf.trainable_layers)
+    trainable = sum(p.numel() for p in top + head)
     total_parameters = sum(p.numel() for p in model.parameters())
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=clf.lr,
-                                  weight_decay=clf.weight_decay)
+    groups = [{"params": top, "lr": clf.lr}, {"params": head, "lr": clf.head_lr or clf.lr}]
+    optimizer = torch.optim.AdamW([g for g in groups if g["params"]], weight_decay=clf.weight_decay)
     model, optimizer, train_loader, eval_loader = accelerator.prepare(model, optimizer, train_loader, eval_loader)
     steps = len(train_loader)
     total_steps = clf.epochs * steps
@@ -110,8 +111,9 @@ def train_classifier(cfg) -> Path:
             losses.append(loss.item())
             if (step + 1) % clf.log_every == 0 or step + 1 == steps:
                 window = mean_over_processes(losses[logged:], accelerator)
+                rates = scheduler.get_last_lr()  # the top layers' group first, the head's last
                 metrics.write({"epoch": epoch + 1, "step": epoch * steps + step + 1, "loss": window,
-                               "lr": scheduler.get_last_lr()[0]})
+                               "lr": rates[0], "head_lr": rates[-1]})
                 bar.set_postfix(loss=f"{window:.3f}")
                 logged = len(losses)
         figures = {"epoch": epoch + 1, **evaluate_classifier(model, eval_loader, accelerator)}
@@ -136,8 +138,8 @@ def train_classifier(cfg) -> Path:
                 "eval": split_summary(eval_rows, user_ids, labels, values, names, by),
             },
             "protocol": {
-                "epochs": clf.epochs, "lr": clf.lr, "warmup_ratio": clf.warmup_ratio, "warmup_steps": warmup_steps,
-                "steps": total_steps, "batch_size": clf.batch_size, "max_length": clf.max_length,
+                "epochs": clf.epochs, "lr": clf.lr, "head_lr": clf.head_lr or clf.lr, "warmup_ratio": clf.warmup_ratio,
+                "warmup_steps": warmup_steps, "steps": total_steps, "batch_size": clf.batch_size, "max_length": clf.max_length,
                 "trainable_layers": clf.trainable_layers, "trainable_parameters": trainable,
                 "total_parameters": total_parameters,
             },
@@ -262,8 +264,9 @@ def load_classifier(model_cfg, tokenizer, names: list[str]):
     return AutoModelForSequenceClassification.from_pretrained(str(model_path(model_cfg)), **label_maps)
 
 
-def freeze_all_but_top(model, layers: int = 1) -> int:
-    """Freeze the embeddings and every encoder layer but the top `layers`; returns the trainable parameters.
+def freeze_all_but_top(model, layers: int = 1) -> tuple[list, list]:
+    """Freeze the embeddings and every encoder layer but the top `layers`; returns the parameters left to
+    train: those of the top layers, and those of the head.
 
     The head stays trainable: every module outside the encoder, and BERT's pooler, which is part of the
     classification path and which a masked-LM checkpoint does not have (it starts random, like the
@@ -277,11 +280,12 @@ def freeze_all_but_top(model, layers: int = 1) -> int:
     if not 0 <= layers <= len(stack):
         raise PPMLMError(f"classify.trainable_layers={layers}: the encoder has {len(stack)} layers")
     model.requires_grad_(False)
-    head = [module for module in model.children() if module is not base]
-    for module in [*stack[len(stack) - layers:], *head, getattr(base, "pooler", None)]:
-        if module is not None:
-            module.requires_grad_(True)
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+    head = [module for module in model.children() if module is not base] + [getattr(base, "pooler", None)]
+    parameters = ([p for layer in stack[len(stack) - layers:] for p in layer.parameters()],
+                  [p for module in head if module is not None for p in module.parameters()])
+    for p in parameters[0] + parameters[1]:
+        p.requires_grad_(True)
+    return parameters
 
 
 def mean_over_processes(values: list[float], accelerator) -> float:
