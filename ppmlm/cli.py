@@ -6,15 +6,18 @@ import os
 import sys
 from pathlib import Path
 
+from ppmlm.corpus.domains import SYNTHETIC_DOMAINS
 from ppmlm.errors import PPMLMError
 
 
 def _synth(args) -> None:
-    from ppmlm.corpus.synth import generate_corpus, write_jsonl
+    from ppmlm.corpus.domains import generate_synthetic
+    from ppmlm.corpus.synth import write_jsonl
 
-    records = generate_corpus(args.users, seed=args.seed)
+    records = generate_synthetic(args.domain, args.users, seed=args.seed)
     write_jsonl(records, args.out)
-    print(f"wrote {len(records)} notes of {args.users} synthetic patients to {args.out}")
+    users = "patients" if args.domain == "clinical" else "cases"
+    print(f"wrote {len(records)} {args.domain} documents of {args.users} synthetic {users} to {args.out}")
 
 
 def _blacklist(args) -> None:
@@ -81,8 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ppmlm", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    synth = commands.add_parser("synth", help="write the synthetic clinical corpus (the embedded default)")
-    synth.add_argument("--users", type=int, default=200, help="number of patients (default 200)")
+    synth = commands.add_parser("synth", help="write a synthetic corpus (clinical: the embedded default; legal)")
+    synth.add_argument("--users", type=int, default=200, help="number of patients, or cases for legal (default 200)")
+    synth.add_argument("--domain", choices=SYNTHETIC_DOMAINS, default="clinical",
+                       help="clinical notes of patients (default) or legal documents of cases (docs/legal.md)")
     synth.add_argument("--out", type=Path, required=True, help="JSONL file to write")
     synth.add_argument("--seed", type=int, default=0)
     synth.set_defaults(run=_synth)

@@ -26,15 +26,15 @@ class RunData:
     features: datasets.Dataset  # the members' chunks, `protected` set for this variant
 
 
-def embedded_corpus(users: int, seed: int) -> datasets.Dataset:
-    from ppmlm.corpus.synth import generate_corpus
+def embedded_corpus(users: int, seed: int, domain: str = "clinical") -> datasets.Dataset:
+    from ppmlm.corpus.domains import generate_synthetic
 
-    return load_corpus(datasets.Dataset.from_list(generate_corpus(users, seed=seed)))
+    return load_corpus(datasets.Dataset.from_list(generate_synthetic(domain, users, seed=seed)))
 
 
 def load_run_corpus(data_cfg, seed: int) -> datasets.Dataset:
-    if data_cfg.path is None:
-        return embedded_corpus(data_cfg.synth_users, seed)
+    if data_cfg.path is None:  # configs of runs from before data.synth_domain trained on the clinical corpus
+        return embedded_corpus(data_cfg.synth_users, seed, data_cfg.get("synth_domain", "clinical"))
     return load_corpus(data_cfg.path, data_cfg.text_column, data_cfg.user_column, data_cfg.doc_id_column)
 
 
