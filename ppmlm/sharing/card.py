@@ -138,8 +138,9 @@ def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | 
     failed = [c for c in checks if not c.passed]
     audit, audited, privacy, utility = figures.get("config") or {}, figures["audited"], figures["privacy"], figures["utility"]
     blacklist = config["blacklist"]
-    corpus = (f"the embedded synthetic clinical corpus ({config['data']['synth_users']} synthetic patients): a demonstration, "
-              "not a model of real clinical text") if config["data"].get("path") is None else "a private corpus (not shared)"
+    domain = config["data"].get("synth_domain", "clinical")
+    corpus = (f"the embedded synthetic {domain} corpus ({config['data']['synth_users']} synthetic users): a demonstration, "
+              f"not a model of real {domain} text") if config["data"].get("path") is None else "a private corpus (not shared)"
     reference = ("none (the likelihood-ratio attack was not run)" if figures.get("reference") is None
                  else {"population": "a model trained with the same recipe on held-out population users",
                        "base": "the base checkpoint"}.get((config.get("audit") or {}).get("reference"), "a given checkpoint"))

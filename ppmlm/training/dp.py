@@ -47,6 +47,7 @@ from torch.utils.data import DataLoader, Sampler
 
 from ppmlm.errors import PPMLMError
 from ppmlm.features import FEATURE_COLUMNS
+from ppmlm.training.loop import parameter_groups
 from ppmlm.training.objective import MaskedLMLoss
 
 ACCOUNTANTS = {"rdp": RDPAccountant, "prv": PRVAccountant}
@@ -342,8 +343,7 @@ class PrivateTrainer:
         else:
             self.module = GradSampleModule(wrapped, loss_reduction="mean")
         self.module.forbid_grad_accumulation()  # each chunk's gradient is clipped once per step
-        trainable = [p for p in self.objective.parameters() if p.requires_grad]
-        inner = torch.optim.AdamW(trainable, lr=cfg.train.lr, weight_decay=cfg.train.weight_decay)
+        inner = torch.optim.AdamW(parameter_groups(self.objective, cfg.train), weight_decay=cfg.train.weight_decay)
         optimizer_class = get_optimizer_class(clipping="flat", distributed=world > 1, grad_sample_mode=dp.grad_sample_mode)
         self.noise_generator = secure or torch.Generator(device=accelerator.device)
         self.optimizer = optimizer_class(

@@ -52,6 +52,9 @@ def train(cfg) -> Path:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
         data.split.save(run_dir / "split.json")
+        # the blacklist's parameters and counts, never its terms (those stay in the sensitive cache)
+        (run_dir / "blacklist.json").write_text(json.dumps(
+            {key: data.blacklist.stats.get(key) for key in ("parameters", "counts")}, indent=1))
     accelerator.print(
         f"{variant.name}: {len(getattr(data.split, cfg.data.train_users))} training users ({cfg.data.train_users}), "
         f"{len(data.features)} chunks "
@@ -90,6 +93,7 @@ def train(cfg) -> Path:
         collator.generator.manual_seed(cfg.seed + 1000 * epoch + accelerator.process_index)  # masking
         trainer.set_epoch(epoch)
         trainer.objective.train()
+        epoch_start = time.perf_counter()
         bar = tqdm(total=steps, desc=f"epoch {epoch + 1}/{cfg.train.epochs}", disable=not accelerator.is_local_main_process)
         window = StepWindow()
         for step, stats in enumerate(trainer.steps()):
@@ -103,10 +107,11 @@ def train(cfg) -> Path:
                 if line["loss"] is not None:
                     bar.set_postfix(loss=f"{line['loss']:.3f}")
         bar.close()
+        train_seconds = round(time.perf_counter() - epoch_start, 3)  # steps only: no checkpoint, no audit
         report = trainer.epoch_report()
         checkpoint = save_checkpoint(accelerator, trainer, tokenizer, run_dir, epoch + 1, report)
         metrics.write({"event": "epoch_end", "epoch": epoch + 1, "checkpoint": str(checkpoint.relative_to(run_dir)),
-                       "steps": steps, "processes": accelerator.num_processes,
+                       "steps": steps, "train_seconds": train_seconds, "processes": accelerator.num_processes,
                        "weight_checksums": weight_checksums(accelerator, trainer.objective), **report})
         if "epsilon" in report:
             accelerator.print(f"epoch {epoch + 1}: epsilon at delta={report['privacy']['delta']}: "
@@ -128,7 +133,22 @@ def load_model(model_cfg, tokenizer):
     path = str(model_cfg.name_or_path or default_model_path())
     if not Path(path).exists():
         raise PPMLMError(f"model.name_or_path={path}: no such local checkpoint (models are never downloaded)")
-    return AutoModelForMaskedLM.from_pretrained(path)
+    model, loading = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True)
+    model.ppmlm_fresh_parameters = frozenset(loading["missing_keys"])
+    return model
+
+
+def parameter_groups(objective, train_cfg) -> list[dict]:
+    """AdamW groups: the parameters the checkpoint did not provide (the fresh MLM head of the default warm
+    start) learn at `train.head_lr`, the pretrained ones at `train.lr`. The paper starts from trained heads;
+    a fresh head at 1e-4 needs far more steps than a small corpus gives before it predicts anything."""
+    fresh = getattr(objective.model, "ppmlm_fresh_parameters", frozenset())
+    groups = {False: [], True: []}
+    for name, parameter in objective.model.named_parameters():
+        if parameter.requires_grad:
+            groups[name in fresh and train_cfg.head_lr is not None].append(parameter)
+    return [{"params": groups[False], "lr": train_cfg.lr}] + (
+        [{"params": groups[True], "lr": train_cfg.head_lr}] if groups[True] else [])
 
 
 def find_resume_point(run_dir: Path, resume) -> Path | None:
@@ -209,7 +229,7 @@ class PlainTrainer:
             batch_size=cfg.train.batch_size, shuffle=True, collate_fn=collator, num_workers=cfg.train.num_workers,
         )
         objective = MaskedLMLoss(model)
-        optimizer = torch.optim.AdamW(objective.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay)
+        optimizer = torch.optim.AdamW(parameter_groups(objective, cfg.train), weight_decay=cfg.train.weight_decay)
         self.objective, self.optimizer, self.loader = accelerator.prepare(objective, optimizer, loader)
         self.steps_per_epoch = len(self.loader)
         self.checkpointed = ()  # accelerate saves what it prepared
