@@ -158,7 +158,7 @@ def train_classifier(cfg) -> Path:
 
 def source_name(model_cfg) -> str:
     """The encoder in a few characters: base (the offline warm start), scratch (model.config), or the
-    checkpoint's run and epoch (runs/ppmlm/checkpoints/epoch-3: ppmlm-epoch-3)."""
+    checkpoint's run and epoch (runs/ppmlm/checkpoints/epoch-4: ppmlm-epoch-4)."""
     if model_cfg.config is not None:
         return "scratch"
     if model_cfg.name_or_path is None:
@@ -171,7 +171,7 @@ def model_path(model_cfg) -> Path:
     path = Path(model_cfg.name_or_path) if model_cfg.name_or_path else default_model_path()
     if not (path / "config.json").is_file():
         raise PPMLMError(f"model.name_or_path={path}: not a local checkpoint (no config.json); give a directory "
-                         f"such as runs/ppmlm/checkpoints/epoch-3 (models are never downloaded)")
+                         f"such as runs/ppmlm/checkpoints/epoch-4 (models are never downloaded)")
     return path
 
 
