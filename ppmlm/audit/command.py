@@ -38,6 +38,7 @@ def training_blacklist(cfg, corpus, split, tokenizer) -> Path:
     """The blacklist a run trained with: its blacklist.path, else the cache entry built on its members with
     its parameters (the one training reused or wrote)."""
     from ppmlm.identifiers.blacklist import corpus_fingerprint
+    from ppmlm.training.data import ner_rules_digest
 
     if cfg.blacklist.get("path"):
         return Path(cfg.blacklist.path)
@@ -45,7 +46,8 @@ def training_blacklist(cfg, corpus, split, tokenizer) -> Path:
     wanted = {"corpus_fingerprint": corpus_fingerprint(corpus.filter(lambda user: user in members, input_columns="user_id")),
               "k": cfg.blacklist.k, "n": cfg.blacklist.n, "ner": cfg.blacklist.ner, "spans_from": cfg.blacklist.spans_from,
               "casefold": cfg.blacklist.casefold if cfg.blacklist.casefold is not None
-              else tokenizer("A", add_special_tokens=False)["input_ids"] == tokenizer("a", add_special_tokens=False)["input_ids"]}
+              else tokenizer("A", add_special_tokens=False)["input_ids"] == tokenizer("a", add_special_tokens=False)["input_ids"],
+              "ner_rules": ner_rules_digest(cfg.blacklist.ner)}
     cache = Path(cfg.blacklist.cache_dir)
     found = [entry for entry in (cache.iterdir() if cache.is_dir() else ()) if (entry / "stats.json").exists()
              and wanted.items() <= json.loads((entry / "stats.json").read_text()).get("parameters", {}).items()]

@@ -18,12 +18,12 @@ class AuditConfig:
     (bench/audit.py); raise them for a final audit.
     """
 
-    max_users_per_side: int | None = 6
-    max_chunks_per_user: int | None = 1
+    max_users_per_side: int | None = 8
+    max_chunks_per_user: int | None = 4
     maskings: int = 10
     mask_each_word: bool = False
     mlm_probability: float = 0.15
-    max_length: int = 512
+    max_length: int = 128
     batch_size: int = 16
     k: int | None = None  # indirect-identifier threshold of the identifier-count attack; None: the blacklist's
     seed: int = 0

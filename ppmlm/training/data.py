@@ -38,12 +38,25 @@ def load_run_corpus(data_cfg, seed: int) -> datasets.Dataset:
     return load_corpus(data_cfg.path, data_cfg.text_column, data_cfg.user_column, data_cfg.doc_id_column)
 
 
+def ner_rules_digest(ner: str) -> str | None:
+    """A digest of the default backend's rule files: editing a rule must not reuse blacklists built without it."""
+    if ner != "default":
+        return None
+    from ppmlm.identifiers.ner import DEFAULT_MODEL_DIR
+
+    digest = hashlib.blake2b(digest_size=8)
+    for path in sorted(p for p in DEFAULT_MODEL_DIR.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(DEFAULT_MODEL_DIR).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def members_blacklist(members: datasets.Dataset, cfg, casefold: bool, accelerator) -> Blacklist:
     """The blacklist of the training users, reused from the cache when corpus and parameters match."""
     bl = cfg.blacklist
     if bl.path:
         return Blacklist.load(bl.path)
-    params = {"k": bl.k, "n": bl.n, "ner": bl.ner, "spans_from": bl.spans_from, "casefold": casefold}
+    params = {"k": bl.k, "n": bl.n, "ner": bl.ner, "spans_from": bl.spans_from, "casefold": casefold,
+              "ner_rules": ner_rules_digest(bl.ner)}
     key = hashlib.blake2b(
         (corpus_fingerprint(members) + json.dumps(params, sort_keys=True)).encode(), digest_size=12
     ).hexdigest()
@@ -56,6 +69,7 @@ def members_blacklist(members: datasets.Dataset, cfg, casefold: bool, accelerato
                     members, k=bl.k, n=bl.n, ner=bl.ner, spans_from=bl.spans_from,
                     casefold=casefold, n_process=bl.n_process,
                 )
+                blacklist.stats["parameters"]["ner_rules"] = params["ner_rules"]  # so `ppmlm audit` finds this entry
                 blacklist.save(directory)
         else:
             accelerator.print(f"reusing the cached blacklist {directory}")
