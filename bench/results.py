@@ -67,6 +67,7 @@ def plan_runs(args) -> tuple[dict[str, Run], list[Run]]:
         references[domain] = Run(domain, "reference", [*base, "recipe=mlm", "data.train_users=population",
                                                        "audit.enabled=false"], work / "reference")
         audited = [*base, "audit.enabled=true", f"audit.max_users_per_side={args.audit_users}",
+                   f"audit.max_chunks_per_user={args.audit_chunks}",
                    f"audit.reference={work / 'reference' / 'checkpoints' / f'epoch-{args.epochs}'}"]
         for name in args.recipes:
             runs.append(Run(domain, name, [*audited, *RECIPES[name]], work / name.replace("+", "-")))
@@ -423,6 +424,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--audit-users", default="null", help="audited users per side (null: all)")
+    parser.add_argument("--audit-chunks", default="4", help="audited chunks per user (null: all)")
     parser.add_argument("--recipes", nargs="+", default=list(RECIPES), choices=list(RECIPES))
     parser.add_argument("--domains", nargs="+", default=["clinical", "legal"], choices=["clinical", "legal"])
     parser.add_argument("--sweep", choices=["axes", "grid", "none"], default="axes",

@@ -19,7 +19,7 @@ class AuditConfig:
     """
 
     max_users_per_side: int | None = 8
-    max_chunks_per_user: int | None = 4
+    max_chunks_per_user: int | None = 2
     maskings: int = 10
     mask_each_word: bool = False
     mlm_probability: float = 0.15
