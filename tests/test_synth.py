@@ -1,4 +1,4 @@
-"""The synthetic corpus: deterministic, exact gold spans, and the user/term structure experiments rely on."""
+"""The synthetic corpora (determinism for every domain; the clinical one in detail): deterministic, exact gold spans, and the user/term structure experiments rely on."""
 from __future__ import annotations
 
 import collections
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ppmlm.corpus.domains import SYNTHETIC_DOMAINS, generate_synthetic
 from ppmlm.corpus.synth import CLASSES, MAX_NOTES, MIN_NOTES, generate_corpus, write_jsonl
 from ppmlm.identifiers.labels import PHI_LABELS
 from ppmlm.words import WordSegmenter
@@ -34,25 +35,28 @@ def _by_user(records):
     return users
 
 
-def test_same_seed_same_corpus_other_seed_other_corpus():
+@pytest.mark.parametrize("domain", SYNTHETIC_DOMAINS)
+def test_same_seed_same_corpus_other_seed_other_corpus(domain):
     random.seed(1)
-    first = generate_corpus(5)
+    first = generate_synthetic(domain, 5)
     random.seed(2)
-    assert generate_corpus(5) == first  # global random state plays no part
-    assert generate_corpus(5, seed=1) != first
+    assert generate_synthetic(domain, 5) == first  # global random state plays no part
+    assert generate_synthetic(domain, 5, seed=1) != first
 
 
-def test_a_user_does_not_depend_on_how_many_users_follow():
-    small, large = _by_user(generate_corpus(5)), _by_user(generate_corpus(8))
+@pytest.mark.parametrize("domain", SYNTHETIC_DOMAINS)
+def test_a_user_does_not_depend_on_how_many_users_follow(domain):
+    small, large = _by_user(generate_synthetic(domain, 5)), _by_user(generate_synthetic(domain, 8))
     assert len(small) == 5 and len(large) == 8
     for user_id, records in small.items():
         assert large[user_id] == records
 
 
-def test_output_does_not_depend_on_the_hash_seed():
+@pytest.mark.parametrize("domain", SYNTHETIC_DOMAINS)
+def test_output_does_not_depend_on_the_hash_seed(domain):
     script = (
-        "import hashlib, json; from ppmlm.corpus.synth import generate_corpus; "
-        "print(hashlib.sha256(json.dumps(generate_corpus(3), sort_keys=True).encode()).hexdigest())"
+        "import hashlib, json; from ppmlm.corpus.domains import generate_synthetic; "
+        f"print(hashlib.sha256(json.dumps(generate_synthetic({domain!r}, 3), sort_keys=True).encode()).hexdigest())"
     )
     root = Path(__file__).resolve().parents[1]
     digests = set()
@@ -60,7 +64,7 @@ def test_output_does_not_depend_on_the_hash_seed():
         env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(root)}
         result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
         digests.add(result.stdout.strip())
-    here = hashlib.sha256(json.dumps(generate_corpus(3), sort_keys=True).encode()).hexdigest()
+    here = hashlib.sha256(json.dumps(generate_synthetic(domain, 3), sort_keys=True).encode()).hexdigest()
     assert digests == {here}
 
 

@@ -123,3 +123,25 @@ def test_two_processes_split_data_and_keep_identical_weights(tmp_path):
     assert two["processes"] == 2 and one["processes"] == 1
     assert two["steps"] * 2 >= one["steps"] >= two["steps"] * 2 - 1  # each rank sees half the batches
     assert len(set(two["weight_checksums"])) == 1  # every rank holds the same weights
+
+
+def test_parameters_missing_from_the_checkpoint_learn_at_head_lr(tmp_path, bert_tokenizer):
+    """A checkpoint saved without its MLM head (like the offline warm start) gets a fresh head: those
+    parameters, and only those, form the `train.head_lr` group; with head_lr null there is one group."""
+    from transformers import AutoConfig, BertModel
+
+    from ppmlm.training.loop import load_model, parameter_groups
+    from ppmlm.training.objective import MaskedLMLoss
+
+    config = AutoConfig.for_model("bert", hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                  intermediate_size=64, vocab_size=len(bert_tokenizer))
+    BertModel(config).save_pretrained(tmp_path / "encoder")  # an encoder without an MLM head
+    cfg = compose_config([f"model.name_or_path={tmp_path / 'encoder'}", "train.lr=1e-4", "train.head_lr=3e-3"])
+    objective = MaskedLMLoss(load_model(cfg.model, bert_tokenizer))
+    body, head = parameter_groups(objective, cfg.train)
+    names = {id(p): n for n, p in objective.model.named_parameters()}
+    assert (body["lr"], head["lr"]) == (1e-4, 3e-3)
+    assert {names[id(p)] for p in head["params"]} and all(names[id(p)].startswith("cls.") for p in head["params"])
+    assert len(body["params"]) + len(head["params"]) == len(list(objective.model.parameters()))
+    cfg.train.head_lr = None
+    assert len(parameter_groups(objective, cfg.train)) == 1
