@@ -24,7 +24,6 @@ import os
 import shlex
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,22 +94,20 @@ def finished(run: Run, epochs: int) -> bool:
     return (run.directory / "audit" / f"epoch-{epochs}.json").exists()
 
 
-def train(run: Run, launcher: list[str], epochs: int) -> float:
+def train(run: Run, launcher: list[str], epochs: int) -> None:
     """Runs train.py for one configuration (resuming it if it was interrupted); its output goes to train.log."""
     if finished(run, epochs):
         print(f"[{run.domain}] {run.name}: done already ({run.directory})", flush=True)
-        return 0.0
+        return
     run.directory.mkdir(parents=True, exist_ok=True)
     command = [*launcher, str(ROOT / "train.py"), *run.overrides, f"output_dir={run.directory}"]
     print(f"[{run.domain}] {run.name}: training ({run.directory}/train.log)", flush=True)
-    started = time.perf_counter()
     with (run.directory / "train.log").open("a") as log:
         done = subprocess.run(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                               env=dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false"))
     if done.returncode != 0:
         sys.exit(f"bench/results.py: {run.domain} {run.name} failed (exit {done.returncode}); "
                  f"see {run.directory / 'train.log'}")
-    return time.perf_counter() - started
 
 
 def collect(run: Run) -> dict:
@@ -305,7 +302,7 @@ def resolution(records: list[dict]) -> str:
             "every non-member, which a blind attack puts at about 1/(non-members + 1).")
 
 
-def write_report(args, references: dict, runs: list[Run], seconds: float) -> None:
+def write_report(args, runs: list[Run]) -> None:
     out_dir = args.out.parent / "results"
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
     for run in runs:
@@ -438,17 +435,15 @@ def main() -> None:
 
     references, runs = plan_runs(args)
     launcher = shlex.split(args.launcher)
-    started = time.perf_counter()
     if not args.report_only:
         for run in [*references.values(), *runs]:
             train(run, launcher, args.epochs)
-    seconds = time.perf_counter() - started if not args.report_only else 0.0
     runs = [run for run in runs if finished(run, args.epochs)]
     if not runs:
         sys.exit("bench/results.py: no finished run to report")
     for run in runs:
         run.record = collect(run)
-    write_report(args, references, runs, seconds)
+    write_report(args, runs)
 
 
 if __name__ == "__main__":
