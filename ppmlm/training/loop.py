@@ -15,6 +15,10 @@ import time
 from pathlib import Path
 
 import torch
+# Imported before any process group exists: imported after it (accelerate and Opacus pull it in lazily), it
+# keeps the gloo group alive past `end_training`, and a rank can abort at exit ("terminate called without an
+# active exception") when the interpreter tears the group's threads down.
+import torch.distributed.checkpoint  # noqa: F401
 from accelerate import Accelerator, DataLoaderConfiguration
 from accelerate.utils import set_seed
 from omegaconf import OmegaConf
