@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import pytest
+import spacy
 
 from ppmlm.identifiers.labels import PHI_LABELS
-from ppmlm.identifiers.ner import NERBackend, NERError, Span, load_ner, register_ner
+from ppmlm.identifiers.ner import NERBackend, NERError, RegexRuler, Span, load_ner, register_ner
 
 CAPS_NOTE = (
     "PT IS A 65 YO M W/ HX OF CHF, SEEN BY DR SMITH AT ST. MARY'S HOSPITAL ON 7/22. CALL 555-123-4567."
@@ -125,3 +126,30 @@ def test_signatures_and_short_pager_numbers(ner):
         assert expected in [(text[s.start:s.end], s.label) for s in next(ner.spans([text]))]
     for text in ("PLAN DISCUSSED WITH RN", "Patient informed the charge RN"):
         assert not [s for s in next(ner.spans([text])) if s.label == "NAME"]
+
+
+def test_rule_spans_leave_the_statistical_model_as_loaded(ner):
+    """The rules' PHI labels are unknown to the model: shown to it as preset entities, spaCy would add
+    transitions for them and grow its output layer (slower on every later text); blocked tokens do not."""
+    model = ner.nlp.get_pipe("ner")
+    transitions = model.moves.n_moves
+    pairs = tagged(ner, CAPS_NOTE + " Dr. Alan Brown, MRN: 12345678, john.doe@example.com")
+    assert model.moves.n_moves == transitions
+    assert has(pairs, "12345678", "ID") and has(pairs, "john.doe@example.com", "EMAIL")
+    doc = ner.nlp("MRN: 12345678 for John Smith.")  # the pipeline object itself also ends with the rules' spans
+    assert ("12345678", "ID") in [(e.text, e.label_) for e in doc.ents] and not doc.spans
+
+
+def test_a_rule_runs_only_on_texts_holding_what_it_requires(tmp_path):
+    rules = tmp_path / "rules.jsonl"
+    rules.write_text('{"label": "ID", "id": "ticket", "starts": "letter", "requires": "(?i:ticket)", '
+                     '"pattern": "(?i:ticket)\\\\s+(?P<v>\\\\d+)"}\n'
+                     '{"label": "PHONE", "id": "ext", "starts": "letter", "pattern": "ext\\\\.\\\\s*(?P<v>\\\\d+)"}\n')
+    ruler = RegexRuler(str(rules))
+    nlp = spacy.blank("en")
+    doc = ruler(nlp("Ticket 4412 opened, ext. 12"))
+    assert [(e.text, e.label_) for e in doc.ents] == [("4412", "ID"), ("12", "PHONE")]
+    assert [(e.text, e.label_) for e in ruler(nlp("Order 4412 opened, ext. 12")).ents] == [("12", "PHONE")]
+    rules.write_text('{"label": "ID", "id": "broken", "requires": "(unclosed", "pattern": "x"}\n')
+    with pytest.raises(NERError, match="rule 'broken'"):
+        RegexRuler(str(rules))
