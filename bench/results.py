@@ -7,7 +7,7 @@ comparison on a second domain (the legal synthetic corpus); then writes docs/res
 plots under docs/results/ and one raw JSON per run under docs/results/runs/ (figures only: no terms, no
 user ids).
 
-    python bench/results.py                      # the default: sized for about an hour on 2 CPU cores
+    python bench/results.py                      # the default: sized for under an hour on 2 CPU cores
     python bench/results.py --report-only        # rewrite docs/results.md from finished runs
     python bench/results.py --epochs 32 --users 900 --sweep grid \\
         --set train.max_length=512 model.name_or_path=/models/roberta-large \\
@@ -421,7 +421,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--audit-users", default="null", help="audited users per side (null: all)")
-    parser.add_argument("--audit-chunks", default="4", help="audited chunks per user (null: all)")
+    parser.add_argument("--audit-chunks", default="2", help="audited chunks per user (null: all); 2 is the audit's own default")
     parser.add_argument("--recipes", nargs="+", default=list(RECIPES), choices=list(RECIPES))
     parser.add_argument("--domains", nargs="+", default=["clinical", "legal"], choices=["clinical", "legal"])
     parser.add_argument("--sweep", choices=["axes", "grid", "none"], default="axes",
