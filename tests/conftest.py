@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +47,43 @@ def roberta_tokenizer(tmp_path_factory):
     bpe.save_model(str(directory))
     (directory / "config.json").write_text('{"model_type": "roberta"}')
     return AutoTokenizer.from_pretrained(str(directory))
+
+
+_EXIT_PROBE = textwrap.dedent('''
+    """Run the script argv[1] with the arguments after it and record, once it has returned, the gloo threads
+    this rank still has: any left are torn down during interpreter exit, where they can abort the process
+    after a successful run."""
+    import atexit, os, runpy, sys
+
+    def thread_name(task):
+        try:
+            return open(f"/proc/self/task/{task}/comm").read().strip()
+        except FileNotFoundError:  # a thread that ended meanwhile
+            return ""
+
+    def record(where=f"{__file__}.rank{os.environ['RANK']}"):
+        threads = [thread_name(task) for task in os.listdir("/proc/self/task")]
+        with open(where, "w") as out:
+            out.write(",".join(t for t in threads if "gloo" in t))
+
+    script, sys.argv = sys.argv[1], sys.argv[1:]
+    atexit.register(record)
+    runpy.run_path(script, run_name="__main__")
+''')
+
+
+class ExitProbe:
+    """Put `script` between `accelerate launch ...` and the launched script (Linux: reads /proc)."""
+
+    def __init__(self, directory: Path):
+        self.script = directory / "exit_probe.py"
+        self.script.write_text(_EXIT_PROBE)
+
+    def gloo_threads_left(self, ranks: int) -> list[str]:
+        return [Path(f"{self.script}.rank{rank}").read_text() for rank in range(ranks)]
+
+
+@pytest.fixture
+def exit_probe(tmp_path):
+    """Whether each rank of a multi-process launch closed its process group before exiting."""
+    return ExitProbe(tmp_path)

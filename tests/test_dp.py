@@ -301,35 +301,13 @@ PROBE = textwrap.dedent('''
 ''')
 
 
-EXIT_PROBE = textwrap.dedent('''
-    """Run train.py (argv[2:]) and record, once it has returned, the gloo threads this rank still has: any left
-    are torn down during interpreter exit, where they can abort the process after a successful run."""
-    import atexit, os, runpy, sys
-
-    def thread_name(task):
-        try:
-            return open(f"/proc/self/task/{task}/comm").read().strip()
-        except FileNotFoundError:  # a thread that ended meanwhile
-            return ""
-
-    def record(where=f"{__file__}.rank{os.environ['RANK']}"):
-        threads = [thread_name(task) for task in os.listdir("/proc/self/task")]
-        with open(where, "w") as out:
-            out.write(",".join(t for t in threads if "gloo" in t))
-
-    script, sys.argv = sys.argv[1], sys.argv[1:]
-    atexit.register(record)
-    runpy.run_path(script, run_name="__main__")
-''')
-
-
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
 
 
-def test_two_processes_add_the_noise_once_per_logical_batch(tmp_path):
+def test_two_processes_add_the_noise_once_per_logical_batch(tmp_path, exit_probe):
     """Under `accelerate launch --multi_gpu --num_processes 2` on CPU, the averaged gradient's noise has
     std sigma*C/L, as in one process (test_empty_batch_steps_with_noise_of_the_right_scale): not sqrt(2)
     times more (noise on every rank) nor half of it (scaling by the world size)."""
@@ -351,13 +329,10 @@ def test_two_processes_add_the_noise_once_per_logical_batch(tmp_path):
     run_dir = tmp_path / "run"
     args = run_overrides(tmp_path, "recipe=dp", "train.epochs=1", "train.batch_size=6", "train.dp.noise_multiplier=0.8",
                          "train.dp.physical_batch_size=2", f"output_dir={run_dir}")
-    exit_probe = tmp_path / "exit_probe.py"
-    exit_probe.write_text(EXIT_PROBE)
-    done = subprocess.run([*launcher, str(exit_probe), str(ROOT / "train.py"), *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    done = subprocess.run([*launcher, str(exit_probe.script), str(ROOT / "train.py"), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     assert done.returncode == 0, done.stdout + done.stderr
-    for rank in (0, 1):  # the process group really closed at the end of training
-        assert Path(f"{exit_probe}.rank{rank}").read_text() == ""
+    assert exit_probe.gloo_threads_left(ranks=2) == ["", ""]  # the process group really closed
     end = epoch_ends(run_dir)[-1]
     assert end["processes"] == 2 and len(set(end["weight_checksums"])) == 1
     privacy = end["privacy"]

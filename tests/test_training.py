@@ -110,14 +110,15 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path):
 
 
 @pytest.mark.slow
-def test_two_processes_split_data_and_keep_identical_weights(tmp_path):
+def test_two_processes_split_data_and_keep_identical_weights(tmp_path, exit_probe):
     launcher = (sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no")
+                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", str(exit_probe.script))
     single = run_command(tmp_path, tmp_path / "one", "train.epochs=1")
     assert single.wait(timeout=600) == 0, single.stdout.read()
     double = run_command(tmp_path, tmp_path / "two", "train.epochs=1", launcher=launcher)
     output = double.communicate(timeout=600)[0]
     assert double.returncode == 0, output
+    assert exit_probe.gloo_threads_left(ranks=2) == ["", ""]  # DDP's process group really closed
     ends = lambda d: [json.loads(l) for l in (d / "metrics.jsonl").read_text().splitlines() if '"epoch_end"' in l]
     one, two = ends(tmp_path / "one")[-1], ends(tmp_path / "two")[-1]
     assert two["processes"] == 2 and one["processes"] == 1
