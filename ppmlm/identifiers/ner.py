@@ -127,10 +127,10 @@ class SpacyNER:
         for doc, text in self.nlp.pipe(pairs, as_tuples=True, batch_size=batch_size, n_process=n_process):
             yield self.doc_spans(doc, text)
 
-    def doc_spans(self, doc, text: str | None = None) -> list[Span]:
+    def doc_spans(self, doc, text: str) -> list[Span]:
         out = []
         filters = self.filters
-        context = _DocContext(doc, doc.text if text is None else text)
+        context = _DocContext(doc, text)
         for ent in doc.ents:
             label = ent.label_
             if ent.ent_id and label in PHI_LABELS:  # a rule's span (our rulers set the rule id)
@@ -252,6 +252,7 @@ class _DocContext:
         """Words written in lower case somewhere in the text, as string ids: `token.lower in lower_words`."""
         words = self.doc.to_array([ORTH, IS_LOWER])
         return frozenset(words[words[:, 1] == 1, 0].tolist())
+
 
 class RegexRuler:
     """Sets `doc.ents` from one compiled alternation of the rules in a JSONL file.
