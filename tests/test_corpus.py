@@ -70,6 +70,22 @@ def test_bad_records_name_the_record_and_column(tmp_path, records, message):
         load_corpus(write_jsonl(tmp_path / "c.jsonl", records))
 
 
+def test_ids_and_texts_that_json_allows_but_a_corpus_cannot_hold(tmp_path):
+    (tmp_path / "nan.jsonl").write_text('{"text": "ok", "user_id": "u"}\n{"text": "ok", "user_id": NaN}\n')
+    with pytest.raises(CorpusError, match=r"line 2: column 'user_id' is nan \(JSON NaN or Infinity\), not an id"):
+        load_corpus(tmp_path / "nan.jsonl")
+    (tmp_path / "surrogate.jsonl").write_text('{"text": "ok", "user_id": "u"}\n{"text": "bad \\ud800 end", "user_id": "v"}\n')
+    with pytest.raises(CorpusError, match="line 2: column 'text' holds a lone surrogate"):
+        load_corpus(tmp_path / "surrogate.jsonl")
+
+
+def test_a_doc_id_column_named_but_absent_is_an_error_not_a_renumbering(tmp_path):
+    path = write_jsonl(tmp_path / "c.jsonl", [{"text": "a b", "user_id": "u", "note_id": "n1"}])
+    with pytest.raises(CorpusError, match="no column 'note_idd'.*--doc-id-column"):
+        load_corpus(path, doc_id_column="note_idd")
+    assert load_corpus(path, doc_id_column="note_id")["doc_id"] == ["n1"]
+
+
 def test_bad_files(tmp_path):
     with pytest.raises(CorpusError, match="no such file"):
         load_corpus(tmp_path / "missing.jsonl")

@@ -5,7 +5,7 @@ import pytest
 import spacy
 
 from ppmlm.identifiers.labels import PHI_LABELS
-from ppmlm.identifiers.ner import NERBackend, NERError, RegexRuler, Span, load_ner, register_ner
+from ppmlm.identifiers.ner import NERBackend, NERError, RegexRuler, Span, cut_into_pieces, load_ner, register_ner
 
 CAPS_NOTE = (
     "PT IS A 65 YO M W/ HX OF CHF, SEEN BY DR SMITH AT ST. MARY'S HOSPITAL ON 7/22. CALL 555-123-4567."
@@ -90,6 +90,22 @@ def test_spans_sorted_and_non_overlapping(ner):
 def test_n_process_gives_the_same_spans(ner):
     texts = [CAPS_NOTE, "Dr. Alan Brown saw John Smith at Mayo Clinic on July 22, 2023."] * 2
     assert list(ner.spans(texts, n_process=2, batch_size=1)) == list(ner.spans(texts))
+
+
+def test_a_text_longer_than_a_piece_is_processed_in_pieces(monkeypatch):
+    ner = load_ner("default")
+    paragraph = "Patient John Smith was seen at Mercy Hospital in Boston on 3/4/2019 for chest pain.\n"
+    text = paragraph * 60
+    whole = next(ner.spans([text]))
+    monkeypatch.setattr(ner, "piece_chars", 1000)  # as a 5 MB note meets the default 100,000
+    assert next(ner.spans([text, paragraph])) == whole  # same spans, offsets into the whole text
+    assert [text[s.start:s.end] for s in whole[-2:]] == ["Boston", "3/4/2019"] and len(whole) >= 4 * 60
+
+
+def test_cut_into_pieces_prefers_line_breaks_then_spaces():
+    assert cut_into_pieces("ab cd\nef gh", 8) == [("ab cd\n", 0, False), ("ef gh", 6, True)]
+    assert cut_into_pieces("abcdefgh", 3) == [("abc", 0, False), ("def", 3, False), ("gh", 6, True)]
+    assert cut_into_pieces("", 3) == [("", 0, True)]
 
 
 def test_specs():

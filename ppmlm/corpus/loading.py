@@ -6,6 +6,7 @@ names are mapped onto them here, once, and every record is checked before anythi
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import datasets
@@ -25,18 +26,20 @@ def load_corpus(
     """A validated corpus with columns `text`, `user_id`, `doc_id` (all strings) and any others it had.
 
     `source` is a path to a JSONL, CSV or Parquet file, a directory written by `Dataset.save_to_disk`,
-    or a `datasets.Dataset`. Missing `doc_id`s are numbered by record. `user_column=None`: a corpus
-    without users (abstracts, articles), where each document is its own user.
+    or a `datasets.Dataset`. Without a `doc_id` column, documents are numbered by record; a `doc_id_column`
+    named otherwise must exist (a typo must not renumber them). `user_column=None`: a corpus without users
+    (abstracts, articles), where each document is its own user.
     """
     if isinstance(source, datasets.Dataset):
         dataset, where = source, "the dataset"
     else:
         dataset, where = _read(Path(source), id_columns=(user_column, doc_id_column)), str(source)
-    for column in (text_column, user_column):
+    named = (text_column, user_column) + ((doc_id_column,) if doc_id_column != DOC else ())  # doc_id: optional
+    for column in named:
         if column is not None and column not in dataset.column_names:
             raise CorpusError(
                 f"{where}: no column {column!r} (columns: {', '.join(dataset.column_names)}); "
-                f"name yours with --text-column / --user-column"
+                f"name yours with --text-column / --user-column / --doc-id-column"
             )
     has_doc_ids = doc_id_column in dataset.column_names
     texts = dataset[text_column]
@@ -128,8 +131,16 @@ def _read_jsonl(path: Path, id_columns: tuple[str, ...]) -> datasets.Dataset:
             if not isinstance(record, dict):
                 raise CorpusError(f"{path}: line {line_number} is not a JSON object")
             for column in id_columns:
-                if isinstance(record.get(column), (int, float)) and not isinstance(record[column], bool):
-                    record[column] = str(record[column])
+                value = record.get(column)
+                if isinstance(value, float) and not math.isfinite(value):
+                    raise CorpusError(f"{path}: line {line_number}: column {column!r} is {value} (JSON NaN or Infinity), "
+                                      f"not an id")
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    record[column] = str(value)
+            for column, value in record.items():
+                if isinstance(value, str) and not _encodable(value):
+                    raise CorpusError(f"{path}: line {line_number}: column {column!r} holds a lone surrogate "
+                                      f"(an escape such as \\ud800 that encodes no character)")
             records.append(record)
     if not records:
         raise CorpusError(f"{path}: no records")
@@ -137,6 +148,14 @@ def _read_jsonl(path: Path, id_columns: tuple[str, ...]) -> datasets.Dataset:
         return datasets.Dataset.from_list(records)
     except Exception:  # arrow cannot unify the types of a field across records: name the first culprit
         raise CorpusError(f"{path}: {_first_type_clash(records)}") from None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _first_type_clash(records: list[dict]) -> str:

@@ -112,6 +112,8 @@ class SpacyNER:
     words from NAME spans; the model's entities are mapped and, with `filters`, filtered for precision.
     """
 
+    piece_chars = 100_000
+
     def __init__(
         self, nlp: Language, label_map: dict[str, str | None], name: str, filters: Filters | None = None
     ):
@@ -123,9 +125,18 @@ class SpacyNER:
     def spans(
         self, texts: Iterable[str], *, batch_size: int = 64, n_process: int = 1
     ) -> Iterator[list[Span]]:
-        pairs = ((text, text) for text in texts)  # the text rides along: rebuilding it from tokens costs
-        for doc, text in self.nlp.pipe(pairs, as_tuples=True, batch_size=batch_size, n_process=n_process):
-            yield self.doc_spans(doc, text)
+        """One list of spans per text. A text longer than `piece_chars` goes through the pipeline in pieces cut at
+        line breaks (else spaces): spaCy refuses texts over `nlp.max_length` and needs about 1 GB of memory
+        per 100,000 characters of one text."""
+        limit = min(self.piece_chars, self.nlp.max_length)
+        # the piece rides along: rebuilding it from tokens costs
+        pieces = ((piece, (piece, offset, last)) for text in texts for piece, offset, last in cut_into_pieces(text, limit))
+        found: list[Span] = []
+        for doc, (piece, offset, last) in self.nlp.pipe(pieces, as_tuples=True, batch_size=batch_size, n_process=n_process):
+            found.extend(Span(s.start + offset, s.end + offset, s.label) for s in self.doc_spans(doc, piece))
+            if last:
+                yield found
+                found = []
 
     def doc_spans(self, doc, text: str) -> list[Span]:
         out = []
@@ -145,6 +156,19 @@ class SpacyNER:
                 label = mapped
             out.append(Span(ent.start_char, ent.end_char, label))
         return out
+
+
+def cut_into_pieces(text: str, limit: int) -> list[tuple[str, int, bool]]:
+    """(piece, offset in text, whether it is the last) with pieces of at most `limit` characters, cut after the
+    last line break of the window, else after its last space, else at the limit."""
+    pieces, start = [], 0
+    while len(text) - start > limit:
+        window = text[start : start + limit]
+        cut = window.rfind("\n") + 1 or window.rfind(" ") + 1 or limit
+        pieces.append((window[:cut], start, False))
+        start += cut
+    pieces.append((text[start:], start, True))
+    return pieces
 
 
 class Filters:
