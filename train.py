@@ -13,3 +13,6 @@ if __name__ == "__main__":
         train_from_overrides(sys.argv[1:])
     except PPMLMError as error:
         sys.exit(f"train.py: error: {error}")
+    except KeyboardInterrupt:
+        print("train.py: interrupted; resume with the same command (resume=auto)", file=sys.stderr)
+        sys.exit(130)

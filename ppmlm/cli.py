@@ -80,12 +80,23 @@ def _push(args) -> None:
         print(f"wrote {plan.destination}")
 
 
+def positive_int(value: str) -> int:
+    """argparse type: an option such as --k 0 fails with one line naming the option."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {number}")
+    return number
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ppmlm", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
     synth = commands.add_parser("synth", help="write a synthetic corpus (clinical: the embedded default; legal)")
-    synth.add_argument("--users", type=int, default=200, help="number of patients, or cases for legal (default 200)")
+    synth.add_argument("--users", type=positive_int, default=200, help="number of patients, or cases for legal (default 200)")
     synth.add_argument("--domain", choices=SYNTHETIC_DOMAINS, default="clinical",
                        help="clinical notes of patients (default) or legal documents of cases (docs/legal.md)")
     synth.add_argument("--out", type=Path, required=True, help="JSONL file to write")
@@ -95,8 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     blacklist = commands.add_parser("blacklist", help="find direct and indirect identifiers in a corpus")
     blacklist.add_argument("--data", help="JSONL, CSV, Parquet file or saved datasets directory")
     blacklist.add_argument("--out", type=Path, required=True, help="directory for the blacklist artifact")
-    blacklist.add_argument("--k", type=int, default=2, help="a term used by fewer than k users is an indirect identifier")
-    blacklist.add_argument("--ngram", type=int, default=1, help="largest n-gram considered as an indirect identifier")
+    blacklist.add_argument("--k", type=positive_int, default=2, help="a term used by fewer than k users is an indirect identifier")
+    blacklist.add_argument("--ngram", type=positive_int, default=1, help="largest n-gram considered as an indirect identifier")
     blacklist.add_argument("--ner", default="default", help="default | none | spacy:NAME_OR_PATH")
     blacklist.add_argument("--spans-from", help="corpus column holding identifier spans to protect as well")
     blacklist.add_argument("--gold-field", default="phi", help="column of gold spans to measure coverage against, if present")
@@ -104,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     blacklist.add_argument("--user-column", default="user_id")
     blacklist.add_argument("--doc-id-column", default="doc_id")
     blacklist.add_argument("--casefold", action="store_true", help="fold case in terms (for uncased models)")
-    blacklist.add_argument("--n-process", type=int, default=1, help="processes for NER")
+    blacklist.add_argument("--n-process", type=positive_int, default=1, help="processes for NER")
     blacklist.add_argument("--from", dest="from_dir", help="re-threshold a saved blacklist at a new --k, without reading text")
     blacklist.set_defaults(run=_blacklist)
 
@@ -121,13 +132,13 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--reference", help="likelihood-ratio reference: population | base | none | a checkpoint directory "
                                            "(default: the run's audit.reference, else none)")
     audit.add_argument("--split", type=Path, help="split.json of the run (default: the run's own, else recomputed)")
-    audit.add_argument("--epoch", type=int, help="epoch number to file the results under (default: from epoch-N)")
+    audit.add_argument("--epoch", type=positive_int, help="epoch number to file the results under (default: from epoch-N)")
     audit.add_argument("--max-users", type=int, help="audited users per side (0: all)")
     audit.add_argument("--max-chunks", type=int, help="audited chunks per user (0: all)")
-    audit.add_argument("--maskings", type=int, help="random maskings per chunk (K)")
+    audit.add_argument("--maskings", type=positive_int, help="random maskings per chunk (K)")
     audit.add_argument("--mask-each-word", action="store_true", help="mask each word alone instead (slow, strongest)")
-    audit.add_argument("--max-length", type=int, help="tokens per chunk (default: the run's train.max_length, else 512)")
-    audit.add_argument("--batch-size", type=int, help="sequences per forward pass")
+    audit.add_argument("--max-length", type=positive_int, help="tokens per chunk (default: the run's train.max_length, else 512)")
+    audit.add_argument("--batch-size", type=positive_int, help="sequences per forward pass")
     audit.add_argument("--seed", type=int, help="seed of the audited users, chunks and maskings")
     audit.add_argument("--text-column")
     audit.add_argument("--user-column")
@@ -137,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     push = commands.add_parser("push", help="share an audited checkpoint with its model card, if its audit meets the policy")
     push.add_argument("run_dir", type=Path, help="training run directory (config.yaml, checkpoints/, audit/)")
     push.add_argument("--repo-id", required=True, help="Hugging Face repository ORG/NAME (also names the model in the card)")
-    push.add_argument("--epoch", type=int, help="checkpoint epoch to share (default: the last complete one)")
+    push.add_argument("--epoch", type=positive_int, help="checkpoint epoch to share (default: the last complete one)")
     push.add_argument("--local-dir", type=Path, help="write the export into this new or empty folder instead of uploading")
     push.add_argument("--private", action="store_true", help="create the repository private")
     push.add_argument("--dry-run", action="store_true", help="list the files and the policy verdict; write nothing")
@@ -158,6 +169,10 @@ def main(argv=None) -> int:
     except PPMLMError as error:
         print(f"ppmlm {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        hint = "; the same command resumes from the last complete checkpoint" if args.command == "train" else ""
+        print(f"ppmlm {args.command}: interrupted{hint}", file=sys.stderr)
+        return 130
     return 0
 
 

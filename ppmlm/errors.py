@@ -11,3 +11,7 @@ class CorpusError(PPMLMError, ValueError):
 
 class BlacklistError(PPMLMError, ValueError):
     """A blacklist artifact that is missing, incomplete or built with other parameters."""
+
+
+class ConfigError(PPMLMError, ValueError):
+    """A configuration key whose value cannot be honoured: the message names the key, the value and what is allowed."""

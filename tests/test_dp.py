@@ -263,7 +263,7 @@ def test_resumed_run_keeps_its_accountant_history(tmp_path):
     spends: the accountants' history is restored, not restarted."""
     fixed = (*run_overrides(tmp_path, "recipe=dp", "train.dp.noise_multiplier=0.8"), f"output_dir={tmp_path / 'run'}")
     train(compose_config([*fixed, "train.epochs=1"]))
-    first, second = epoch_ends(train(compose_config([*fixed, "train.epochs=2"])))
+    first, second = epoch_ends(train(compose_config([*fixed, "train.epochs=2", "allow_resume_changes=true"])))
     steps = first["privacy"]["steps"]
     assert second["privacy"]["steps"] == 2 * steps == 2 * first["steps"]
     uninterrupted = dp.PrivacyLedger(0.8, first["privacy"]["sample_rate"])

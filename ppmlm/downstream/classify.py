@@ -39,6 +39,7 @@ from ppmlm.errors import PPMLMError
 from ppmlm.models import default_model_path
 from ppmlm.training.data import load_run_corpus
 from ppmlm.training.loop import MetricsLog
+from ppmlm.training.rundir import RunDirectory, write_atomically
 
 
 def train_classifier(cfg) -> Path:
@@ -47,6 +48,8 @@ def train_classifier(cfg) -> Path:
     clf = cfg.classify
     run_dir = Path(cfg.output_dir or Path("runs") / f"classify-{source_name(cfg.model)}")
     cfg = OmegaConf.merge(cfg, {"output_dir": str(run_dir)})
+    run = RunDirectory(run_dir)
+    run.check_target()
     accelerator = Accelerator(cpu=not torch.cuda.is_available(),
                               dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True))
     set_seed(cfg.seed)
@@ -85,10 +88,10 @@ def train_classifier(cfg) -> Path:
     warmup_steps = math.ceil(clf.warmup_ratio * total_steps)
     scheduler = get_linear_schedule_with_warmup(optimizer, warmup_steps, total_steps)
 
+    run.claim(accelerator)
     if accelerator.is_main_process:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-        (run_dir / "metrics.jsonl").write_text("")  # a run again in the same directory replaces the last one
+        write_atomically(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+        write_atomically(run_dir / "metrics.jsonl", "")  # a run again in the same directory replaces the last one
     accelerator.print(
         f"classify: {len(train_rows)} training and {len(eval_rows)} held-out documents (split by {by}), "
         f"{len(names)} classes; {trainable:,} of {total_parameters:,} parameters trained "
@@ -153,6 +156,7 @@ def train_classifier(cfg) -> Path:
     final = history[-1]
     accelerator.print(f"done: macro F1 {final['macro_f1']:.4f}, accuracy {final['accuracy']:.4f}; "
                       f"classifier in {run_dir / 'model'}, figures in {run_dir / 'results.json'}")
+    run.release()
     return run_dir
 
 

@@ -16,6 +16,7 @@ from ppmlm.corpus.split import UserSplit, split_users
 from ppmlm.features import build_features
 from ppmlm.identifiers.blacklist import Blacklist, build_blacklist, corpus_fingerprint
 from ppmlm.masking.variants import Variant, protected_view, pseudonymize
+from ppmlm.training.checks import check_enough_users
 
 
 @dataclass
@@ -80,8 +81,7 @@ def prepare(cfg, tokenizer, variant: Variant, accelerator) -> RunData:
     corpus = load_run_corpus(cfg.data, cfg.seed)
     split = split_users(corpus["user_id"], seed=cfg.seed, audit_fraction=cfg.data.audit_fraction,
                         population_fraction=cfg.data.population_fraction)
-    if cfg.data.train_users not in ("members", "population"):
-        raise ValueError(f"data.train_users must be members or population, got {cfg.data.train_users!r}")
+    check_enough_users(split, cfg)
     member_set = set(getattr(split, cfg.data.train_users))  # population: the audit's reference model
     members = corpus.filter(lambda user: user in member_set, input_columns="user_id")
     casefold = cfg.blacklist.casefold

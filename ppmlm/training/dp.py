@@ -47,10 +47,11 @@ from torch.utils.data import DataLoader, Sampler
 
 from ppmlm.errors import PPMLMError
 from ppmlm.features import FEATURE_COLUMNS
+from ppmlm.training.checks import ACCOUNTANT_NAMES, check_dp_config
 from ppmlm.training.loop import parameter_groups
 from ppmlm.training.objective import MaskedLMLoss
 
-ACCOUNTANTS = {"rdp": RDPAccountant, "prv": PRVAccountant}
+ACCOUNTANTS = dict(zip(ACCOUNTANT_NAMES, (RDPAccountant, PRVAccountant)))
 GROUP_BOUND = "group privacy of (eps, delta)-DP for g chunks: eps_g = g*eps, delta_g = g*exp((g-1)*eps)*delta (loose)"
 
 
@@ -251,8 +252,6 @@ def cap_chunks_per_user(features, cap: int | None, seed: int):
     """At most `cap` chunks per user, chosen at random from (seed, user): the same on every rank and rerun."""
     if cap is None:
         return features
-    if cap < 1:
-        raise PPMLMError(f"train.dp.max_chunks_per_user must be a positive integer or null, got {cap}")
     by_user: dict[str, list[int]] = {}
     for index, user in enumerate(features["user_id"]):
         by_user.setdefault(user, []).append(index)
@@ -266,27 +265,6 @@ def cap_chunks_per_user(features, cap: int | None, seed: int):
 
 
 # --- the private trainer --------------------------------------------------------------------------------
-
-def check_config(dp_cfg, train_cfg) -> None:
-    """One clear error for every setting DP-SGD cannot honour, before any work."""
-    if dp_cfg.accountant not in ACCOUNTANTS:
-        raise PPMLMError(f"train.dp.accountant must be one of {sorted(ACCOUNTANTS)}, got {dp_cfg.accountant!r}")
-    if dp_cfg.grad_sample_mode not in ("hooks", "ghost"):
-        raise PPMLMError(f"train.dp.grad_sample_mode must be hooks or ghost, got {dp_cfg.grad_sample_mode!r}")
-    if not 0 < dp_cfg.delta < 1:
-        raise PPMLMError(f"train.dp.delta must be in (0, 1), got {dp_cfg.delta}")
-    if not dp_cfg.max_grad_norm or dp_cfg.max_grad_norm <= 0:
-        raise PPMLMError(f"train.dp.max_grad_norm must be positive, got {dp_cfg.max_grad_norm}")
-    if dp_cfg.noise_multiplier is None and not (dp_cfg.target_epsilon and dp_cfg.target_epsilon > 0):
-        raise PPMLMError("train.dp needs a positive target_epsilon, or an explicit noise_multiplier")
-    if dp_cfg.noise_multiplier is not None and dp_cfg.noise_multiplier <= 0:
-        raise PPMLMError(f"train.dp.noise_multiplier must be positive (no noise, no privacy), got {dp_cfg.noise_multiplier}")
-    if dp_cfg.physical_batch_size is not None and dp_cfg.physical_batch_size < 1:
-        raise PPMLMError(f"train.dp.physical_batch_size must be a positive integer or null, got {dp_cfg.physical_batch_size}")
-    if train_cfg.max_grad_norm:
-        raise PPMLMError("train.max_grad_norm clips the batch gradient of non-private runs; DP-SGD clips each "
-                         "chunk's gradient at train.dp.max_grad_norm: leave train.max_grad_norm null")
-
 
 def secure_generator():
     """Opacus's secure mode: noise and sampling from /dev/urandom through torchcsprng."""
@@ -308,7 +286,7 @@ class PrivateTrainer:
 
     def __init__(self, cfg, model, features, collator, accelerator):
         dp = cfg.train.dp
-        check_config(dp, cfg.train)
+        check_dp_config(dp, cfg.train)
         self.cfg, self.dp, self.accelerator = cfg, dp, accelerator
         world, rank = accelerator.num_processes, accelerator.process_index
 

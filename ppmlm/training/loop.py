@@ -31,38 +31,47 @@ from ppmlm.features import FEATURE_COLUMNS
 from ppmlm.masking.collator import PrivacyMaskingCollator
 from ppmlm.masking.variants import get_variant
 from ppmlm.models import default_model_path
+from ppmlm.identifiers.blacklist import corpus_fingerprint
+from ppmlm.training.checks import check_training_config
 from ppmlm.training.data import prepare
 from ppmlm.training.objective import MaskedLMLoss
-
-COMPLETE = "complete"  # written last in a checkpoint: a run killed while saving never resumes from half of one
+from ppmlm.training.rundir import COMPLETE, RunDirectory, flatten_config, write_atomically
 
 
 def train(cfg) -> Path:
     """Train the configured recipe; returns the run directory."""
-    run_dir = Path(cfg.output_dir)
+    check_training_config(cfg)
+    run = RunDirectory(cfg.output_dir)
+    run.check_target()
+    start_epoch = run.resume_point(cfg.resume)
+    changes = run.check_same_settings(cfg) if start_epoch else []
     accelerator = Accelerator(
         cpu=not torch.cuda.is_available(),
         log_with=cfg.train.tracker,
-        project_dir=str(run_dir),
+        project_dir=str(run.path),
         dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),
     )
-    resume_from = find_resume_point(run_dir, cfg.resume)
     set_seed(cfg.seed)
 
     tokenizer = AutoTokenizer.from_pretrained(str(cfg.model.name_or_path or default_model_path()))
     variant = get_variant(cfg.masking.variant)
     data = prepare(cfg, tokenizer, variant, accelerator)
+    fingerprint = corpus_fingerprint(data.corpus)
+    run.claim(accelerator, fingerprint)
+    if start_epoch and run.check_same_corpus(fingerprint, cfg.allow_resume_changes):
+        changes.append("the corpus")
     if accelerator.is_main_process:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-        data.split.save(run_dir / "split.json")
+        write_atomically(run.path / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+        data.split.save(run.path / "split.json")
         # the blacklist's parameters and counts, never its terms (those stay in the sensitive cache)
-        (run_dir / "blacklist.json").write_text(json.dumps(
+        write_atomically(run.path / "blacklist.json", json.dumps(
             {key: data.blacklist.stats.get(key) for key in ("parameters", "counts")}, indent=1))
+        run.keep_metrics_until(start_epoch, {"event": "resume", "epoch": start_epoch, "changes": changes}
+                               if start_epoch else None)
     accelerator.print(
         f"{variant.name}: {len(getattr(data.split, cfg.data.train_users))} training users ({cfg.data.train_users}), "
         f"{len(data.features)} chunks "
-        f"of at most {cfg.train.max_length} tokens; run directory {run_dir}"
+        f"of at most {cfg.train.max_length} tokens; run directory {run.path}"
     )
 
     audit = cfg.audit.enabled and cfg.data.train_users == "members"
@@ -70,6 +79,11 @@ def train(cfg) -> Path:
         from ppmlm.audit import audit_training_epoch, resolve_reference
 
         resolve_reference(cfg.audit.reference, cfg)  # trains the population reference once, on every process
+        if accelerator.is_main_process:  # the audit of an epoch killed while it ran, or of a run that had none
+            for epoch in run.unaudited_epochs():
+                accelerator.print(f"auditing epoch {epoch}, which has a checkpoint but no audit")
+                audit_training_epoch(cfg, data, run.checkpoint(epoch), epoch, recorded_epsilon(run.checkpoint(epoch)))
+        accelerator.wait_for_everyone()
     model = load_model(cfg.model, tokenizer)
     collator = PrivacyMaskingCollator(tokenizer, mlm_probability=cfg.masking.mlm_probability, generator=torch.Generator())
     if cfg.train.dp.enabled:
@@ -82,14 +96,14 @@ def train(cfg) -> Path:
     scheduler = get_linear_schedule_with_warmup(trainer.optimizer, math.ceil(cfg.train.warmup_ratio * total_steps), total_steps)
     accelerator.register_for_checkpointing(scheduler, *trainer.checkpointed)
     if cfg.train.tracker:
-        accelerator.init_trackers("ppmlm", config=_flat(OmegaConf.to_container(cfg, resolve=True)))
+        flat = flatten_config(OmegaConf.to_container(cfg, resolve=True))
+        accelerator.init_trackers("ppmlm", config={key: value if isinstance(value, (int, float, str, bool)) else str(value)
+                                                   for key, value in flat.items()})
 
-    start_epoch = 0
-    if resume_from is not None:
-        accelerator.load_state(str(resume_from / "state"))
-        start_epoch = int(resume_from.name.split("-")[1])
-        accelerator.print(f"resuming after epoch {start_epoch} from {resume_from}")
-    metrics = MetricsLog(run_dir / "metrics.jsonl", accelerator)
+    if start_epoch:
+        accelerator.load_state(str(run.checkpoint(start_epoch) / "state"))
+        accelerator.print(f"resuming after epoch {start_epoch} from {run.checkpoint(start_epoch)}")
+    metrics = MetricsLog(run.metrics, accelerator)
 
     steps = trainer.steps_per_epoch
     for epoch in range(start_epoch, cfg.train.epochs):
@@ -113,20 +127,29 @@ def train(cfg) -> Path:
         bar.close()
         train_seconds = round(time.perf_counter() - epoch_start, 3)  # steps only: no checkpoint, no audit
         report = trainer.epoch_report()
-        checkpoint = save_checkpoint(accelerator, trainer, tokenizer, run_dir, epoch + 1, report)
-        metrics.write({"event": "epoch_end", "epoch": epoch + 1, "checkpoint": str(checkpoint.relative_to(run_dir)),
+        checkpoint = save_checkpoint(accelerator, trainer, tokenizer, run, epoch + 1, report)
+        metrics.write({"event": "epoch_end", "epoch": epoch + 1, "checkpoint": str(checkpoint.relative_to(run.path)),
                        "steps": steps, "train_seconds": train_seconds, "processes": accelerator.num_processes,
                        "weight_checksums": weight_checksums(accelerator, trainer.objective), **report})
         if "epsilon" in report:
             accelerator.print(f"epoch {epoch + 1}: epsilon at delta={report['privacy']['delta']}: "
                               + ", ".join(f"{k} {v:.3f}" for k, v in report["epsilon"].items()))
         if audit and accelerator.is_main_process:
-            epsilon = dict(report["epsilon"], delta=report["privacy"]["delta"]) if "epsilon" in report else None
-            audit_training_epoch(cfg, data, checkpoint, epoch + 1, epsilon)
+            audit_training_epoch(cfg, data, checkpoint, epoch + 1, recorded_epsilon(checkpoint))
         accelerator.wait_for_everyone()
     accelerator.end_training()
-    accelerator.print(f"done: checkpoints in {run_dir / 'checkpoints'}")
-    return run_dir
+    run.release()
+    accelerator.print(f"done: checkpoints in {run.checkpoints}")
+    return run.path
+
+
+def recorded_epsilon(checkpoint: Path) -> dict | None:
+    """The DP budget a checkpoint was saved with, as the per-epoch audit receives it."""
+    path = checkpoint / "privacy.json"
+    if not path.exists():
+        return None
+    report = json.loads(path.read_text())
+    return dict(report["epsilon"], delta=report["privacy"]["delta"])
 
 
 def load_model(model_cfg, tokenizer):
@@ -155,27 +178,14 @@ def parameter_groups(objective, train_cfg) -> list[dict]:
         [{"params": groups[True], "lr": train_cfg.head_lr}] if groups[True] else [])
 
 
-def find_resume_point(run_dir: Path, resume) -> Path | None:
-    """The last complete checkpoint, when resuming is asked for (true) or allowed (auto)."""
-    checkpoints = sorted(
-        (p for p in (run_dir / "checkpoints").glob("epoch-*") if (p / COMPLETE).exists() and (p / "state").exists()),
-        key=lambda p: int(p.name.split("-")[1]),
-    )
-    if resume is True and not checkpoints:
-        raise PPMLMError(f"resume=true but {run_dir} holds no complete checkpoint")
-    if resume is False and checkpoints:
-        raise PPMLMError(f"{run_dir} already holds checkpoints: choose another output_dir, or resume=auto")
-    return checkpoints[-1] if checkpoints else None
-
-
-def save_checkpoint(accelerator, trainer, tokenizer, run_dir: Path, epoch: int, privacy: dict | None = None,
+def save_checkpoint(accelerator, trainer, tokenizer, run: RunDirectory, epoch: int, privacy: dict | None = None,
                     keep_states: int = 1) -> Path:
     """Hugging Face weights and tokenizer for every epoch; optimizer, scheduler and RNG state for the last.
 
     A DP run also writes `privacy.json` (epsilon and its settings) beside the weights, so that anyone
     auditing or sharing that checkpoint alone has them.
     """
-    directory = run_dir / "checkpoints" / f"epoch-{epoch}"
+    directory = run.checkpoint(epoch)
     accelerator.wait_for_everyone()
     accelerator.save_state(str(directory / "state"))
     if accelerator.is_main_process:
@@ -184,7 +194,7 @@ def save_checkpoint(accelerator, trainer, tokenizer, run_dir: Path, epoch: int, 
         if privacy:
             (directory / "privacy.json").write_text(json.dumps(privacy, indent=1))
         (directory / COMPLETE).write_text(json.dumps({"epoch": epoch}))
-        states = sorted((p for p in (run_dir / "checkpoints").glob("epoch-*/state")), key=lambda p: int(p.parent.name.split("-")[1]))
+        states = sorted((p for p in run.checkpoints.glob("epoch-*/state")), key=lambda p: int(p.parent.name.split("-")[1]))
         for old in states[:-keep_states]:
             shutil.rmtree(old, ignore_errors=True)
     accelerator.wait_for_everyone()
@@ -271,13 +281,3 @@ class MetricsLog:
         numbers = {k: v for k, v in line.items() if isinstance(v, (int, float)) and k not in ("epoch", "step")}
         if "step" in line and numbers:
             self.accelerator.log(numbers, step=line["step"])
-
-
-def _flat(config: dict, prefix: str = "") -> dict:
-    flat = {}
-    for key, value in config.items():
-        if isinstance(value, dict):
-            flat.update(_flat(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value if isinstance(value, (int, float, str, bool)) else str(value)
-    return flat

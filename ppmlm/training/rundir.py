@@ -1,0 +1,195 @@
+"""The directory of a training run: its layout, who may write into it, and whether a rerun may continue it.
+
+    .ppmlm-run            marker: this folder is a ppmlm run (its corpus fingerprint inside); we write into
+                          no folder that holds other files without it
+    .lock                 locked by the training that writes here (POSIX lock, released when it exits)
+    config.yaml           the resolved configuration; a resume must match it
+    split.json            users per role (sensitive: user ids)
+    blacklist.json        the blacklist's parameters and counts, never its terms
+    metrics.jsonl         one line per logging window and per epoch end, for the steps that count
+    checkpoints/epoch-N/  weights and tokenizer; `complete` written last; state/ for the last epoch only
+    audit/                the per-epoch audit (ppmlm/audit/outputs.py)
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+from accelerate.utils import broadcast_object_list
+from omegaconf import OmegaConf
+
+from ppmlm.errors import ConfigError
+
+MARKER = ".ppmlm-run"
+LOCK = ".lock"
+COMPLETE = "complete"  # written last in a checkpoint: a run killed while saving never resumes from half of one
+# Keys a resumed run may change: where and how it logs, caches and parallelises, and the sharing policy
+# (read at push time). Everything else shapes the weights or the audit of the epochs already written.
+OPERATIONAL = ("resume", "allow_resume_changes", "output_dir", "train.tracker", "train.num_workers", "train.log_every",
+               "blacklist.n_process", "blacklist.cache_dir", "audit.enabled", "audit.reference_cache_dir", "share.")
+
+
+class RunDirectory:
+    def __init__(self, path):
+        self.path = Path(path)
+        self._lock = None
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path / "checkpoints"
+
+    @property
+    def audit(self) -> Path:
+        return self.path / "audit"
+
+    @property
+    def metrics(self) -> Path:
+        return self.path / "metrics.jsonl"
+
+    def checkpoint(self, epoch: int) -> Path:
+        return self.checkpoints / f"epoch-{epoch}"
+
+    def complete_epochs(self) -> list[int]:
+        return sorted(int(p.name.split("-")[1]) for p in self.checkpoints.glob("epoch-*")
+                      if p.name.split("-")[1].isdigit() and (p / COMPLETE).exists())
+
+    def is_ours(self) -> bool:
+        """Our marker, or the files of a run written before the marker existed."""
+        legacy = (self.path / "config.yaml").is_file() and (self.checkpoints.is_dir() or self.metrics.is_file())
+        return (self.path / MARKER).is_file() or legacy
+
+    def check_target(self) -> None:
+        """output_dir must be new, empty or a run of ours: never a file, never a folder of someone else's files."""
+        where = f"output_dir={self.path}"
+        if self.path.exists() and not self.path.is_dir():
+            raise ConfigError(f"{where}: is a file, not a folder; choose a new folder for the run")
+        if self.path.is_dir() and not self.is_ours():
+            others = sorted(p.name for p in self.path.iterdir())
+            if others:
+                raise ConfigError(f"{where}: holds files that are not a ppmlm run ({', '.join(others[:3])}"
+                                  f"{', ...' if len(others) > 3 else ''}); choose a new or empty folder")
+        for parent in self.path.absolute().parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise ConfigError(f"{where}: {parent} is a file, not a folder")
+                break
+
+    def resume_point(self, resume) -> int:
+        """The last complete checkpoint's epoch (0: start afresh), when resuming is asked for (true) or allowed (auto)."""
+        epochs = [e for e in self.complete_epochs() if (self.checkpoint(e) / "state").exists()]
+        if resume is True and not epochs:
+            raise ConfigError(f"resume=true but {self.path} holds no complete checkpoint")
+        if resume is False and epochs:
+            raise ConfigError(f"resume=false but {self.path} already holds checkpoints: choose another output_dir, "
+                              f"or resume=auto")
+        return epochs[-1] if epochs else 0
+
+    def check_same_settings(self, cfg) -> list[str]:
+        """The settings of a resumed run must be those it started with: else its checkpoints, metrics and audits
+        would describe two trainings under one name. Returns the changes that `allow_resume_changes` accepts."""
+        recorded_path = self.path / "config.yaml"
+        if not recorded_path.is_file():
+            return []
+        recorded = flatten_config(OmegaConf.to_container(OmegaConf.load(recorded_path), resolve=True))
+        current = flatten_config(OmegaConf.to_container(cfg, resolve=True))
+        changes = [f"{key}={_shown(recorded[key])} there, {_shown(current[key])} now"
+                   for key in sorted(recorded.keys() & current.keys())
+                   if recorded[key] != current[key] and not key.startswith(OPERATIONAL)]
+        if changes and not cfg.get("allow_resume_changes", False):
+            raise ConfigError(f"output_dir={self.path} holds a run with other settings ({'; '.join(changes)}); resuming "
+                              f"would mix two trainings: choose another output_dir, or add allow_resume_changes=true to "
+                              f"continue it with the new settings (recorded in its metrics.jsonl)")
+        return changes
+
+    def check_same_corpus(self, fingerprint: str, allow_changes: bool) -> bool:
+        """Whether the corpus changed since the run started (an error unless `allow_changes`)."""
+        marker = self.path / MARKER
+        recorded = json.loads(marker.read_text()).get("corpus") if marker.is_file() else None
+        changed = recorded is not None and recorded != fingerprint
+        if changed and not allow_changes:
+            raise ConfigError(f"output_dir={self.path} holds a run trained on another corpus (its texts, users or document "
+                              f"ids differ): choose another output_dir, or add allow_resume_changes=true")
+        return changed
+
+    def claim(self, accelerator, corpus_fingerprint: str | None = None) -> None:
+        """Lock the directory (another training on it fails at once) and mark it as ours. The main process
+        takes the lock; every process fails alike when it cannot."""
+        problem = None
+        if accelerator.is_main_process:
+            try:
+                self._lock_and_mark(corpus_fingerprint)
+            except ConfigError as error:
+                problem = str(error)
+        problem = broadcast_object_list([problem])[0]
+        if problem is not None:
+            raise ConfigError(problem)
+
+    def _lock_and_mark(self, corpus_fingerprint: str | None) -> None:
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            handle = open(self.path / LOCK, "a+")
+        except OSError as error:
+            raise ConfigError(f"output_dir={self.path}: cannot write there ({error.strerror})") from None
+        try:
+            fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            owner = handle.read().strip() or "another process"
+            handle.close()
+            raise ConfigError(f"output_dir={self.path} is in use by another training ({owner}); wait for it to end, or "
+                              f"choose another output_dir") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        handle.flush()
+        self._lock = handle
+        marker = self.path / MARKER
+        if not marker.is_file():
+            write_atomically(marker, json.dumps({"kind": "ppmlm-run", "corpus": corpus_fingerprint}) + "\n")
+
+    def release(self) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    def keep_metrics_until(self, epoch: int, event: dict | None = None) -> None:
+        """metrics.jsonl without the lines of steps after `epoch` (a killed run's, replayed now), plus `event`."""
+        if not self.metrics.exists():
+            lines = []
+        else:
+            lines = [line for line in self.metrics.read_text(encoding="utf-8").splitlines() if line.strip()]
+        kept = [line for line in lines if json.loads(line).get("epoch", 0) <= epoch]
+        if event is not None:
+            kept.append(json.dumps(dict(event, dropped_lines=len(lines) - len(kept), time=time.time())))
+        if kept or lines:
+            write_atomically(self.metrics, "".join(line + "\n" for line in kept))
+
+    def unaudited_epochs(self) -> list[int]:
+        """Complete checkpoints without an audit: a run killed during the audit of an epoch redoes it on resume."""
+        return [epoch for epoch in self.complete_epochs() if not (self.audit / f"epoch-{epoch}.json").exists()]
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """A reader, or a run killed while writing, never sees half a file."""
+    staging = path.with_name(f".{path.name}.tmp")
+    staging.write_text(text, encoding="utf-8")
+    os.replace(staging, path)
+
+
+def _shown(value):
+    """As on a command line: null, true, false."""
+    return json.dumps(value) if value is None or isinstance(value, bool) else value
+
+
+def flatten_config(config: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            flat.update(flatten_config(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat

@@ -1,0 +1,211 @@
+"""A run directory is never damaged by a rerun: bad settings fail before anything is written, a resume must
+match the run it continues, two trainings cannot share a folder, and an audit killed mid-way is redone."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ppmlm.errors import ConfigError, CorpusError, PPMLMError
+from ppmlm.training.cli import compose_config
+from ppmlm.training.loop import train
+from ppmlm.training.rundir import RunDirectory
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
+
+
+def config(tmp_path, *extra):
+    return compose_config([TINY, "data.synth_users=10", "train.max_length=64", "train.epochs=1", "blacklist.ner=none",
+                           "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp_path / 'cache'}", "audit.enabled=false",
+                           f"output_dir={tmp_path / 'run'}", *extra])
+
+
+def run_files(run_dir: Path) -> dict:
+    return {p.relative_to(run_dir).as_posix(): p.read_bytes() for p in sorted(run_dir.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """A finished one-epoch run, copied for each test that reruns it."""
+    tmp_path = tmp_path_factory.mktemp("finished")
+    train(config(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture
+def rerun(finished_run, tmp_path):
+    import shutil
+
+    shutil.copytree(finished_run, tmp_path, dirs_exist_ok=True)
+    return tmp_path
+
+
+@pytest.mark.parametrize("setting, named", [
+    ("masking.mlm_probability=1.5", "masking.mlm_probability=1.5: expected a number in (0, 1]"),
+    ("blacklist.k=0", "blacklist.k=0: expected an integer of at least 1"),
+    ("blacklist.n=0", "blacklist.n=0: expected an integer of at least 1"),
+    ("train.batch_size=-1", "train.batch_size=-1: expected an integer of at least 1"),
+    ("train.epochs=0", "train.epochs=0: expected an integer of at least 1"),
+    ("masking.variant=nosuch", "masking.variant=nosuch: choose one of mlm, mlma, ppmlm, dppmlm, ippmlm"),
+    ("data.train_users=everyone", "data.train_users=everyone: choose one of members, population"),
+    ("data.audit_fraction=0.9", "their sum must stay below 1"),
+    ("train.dp.enabled=true train.dp.accountant=gdp", "train.dp.accountant=gdp: choose one of rdp, prv"),
+    ("train.dp.enabled=true train.dp.noise_multiplier=0", "train.dp.noise_multiplier=0: expected a number above 0"),
+    ("audit.enabled=true audit.maskings=0", "audit.maskings=0: expected an integer of at least 1"),
+    ("audit.enabled=true audit.reference=nowhere", "audit.reference=nowhere: expected population, base, none or"),
+])
+def test_a_bad_setting_fails_before_anything_is_written(tmp_path, setting, named):
+    with pytest.raises(ConfigError) as error:
+        train(config(tmp_path, *setting.split()))
+    assert named in str(error.value)
+    assert not (tmp_path / "run").exists() and not (tmp_path / "cache").exists()
+
+
+def test_a_model_path_that_does_not_exist_is_one_error(tmp_path):
+    cfg = compose_config([f"output_dir={tmp_path / 'run'}", f"model.name_or_path={tmp_path / 'no-model'}"])
+    with pytest.raises(ConfigError, match=r"model.name_or_path=.*no-model: no such file or directory; expected a local"):
+        train(cfg)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("users, audit", [(1, "false"), (2, "true"), (3, "true")])
+def test_too_few_users_is_an_error_naming_the_minimum(tmp_path, users, audit):
+    with pytest.raises(CorpusError, match=r"this run needs at least (2|4):"):
+        train(config(tmp_path, f"data.synth_users={users}", f"audit.enabled={audit}"))
+    assert not (tmp_path / "run").exists()
+
+
+def test_output_dir_that_is_a_file_or_holds_other_files_is_refused(tmp_path):
+    thesis = tmp_path / "proj" / "thesis.tex"
+    thesis.parent.mkdir()
+    thesis.write_text("years of work")
+    for where, message in ((thesis.parent, "holds files that are not a ppmlm run (thesis.tex)"),
+                           (thesis, "is a file, not a folder"), (thesis / "run", "thesis.tex is a file")):
+        with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            train(config(tmp_path, f"output_dir={where}"))
+    assert thesis.read_text() == "years of work" and sorted(p.name for p in thesis.parent.iterdir()) == ["thesis.tex"]
+
+
+def test_an_output_dir_that_cannot_be_written_is_one_error(tmp_path):
+    parent = tmp_path / "locked"
+    parent.mkdir()
+    parent.chmod(0o555)
+    # root writes into read-only folders, but not into sysfs
+    where = Path("/sys/ppmlm-run") if os.geteuid() == 0 else parent / "run"
+    try:
+        with pytest.raises(ConfigError, match=r"output_dir=.*: cannot write there \((Permission denied|Operation not permitted)\)"):
+            train(config(tmp_path, f"output_dir={where}"))
+    finally:
+        parent.chmod(0o755)
+
+
+@pytest.mark.slow
+def test_a_bad_rerun_leaves_a_finished_run_untouched(rerun):
+    before = run_files(rerun / "run")
+    for setting in ("masking.mlm_probability=1.5", "recipe=mlm", "train.epochs=2", "data.synth_users=12"):
+        with pytest.raises(PPMLMError):
+            train(config(rerun, setting))
+    assert run_files(rerun / "run") == before
+
+
+@pytest.mark.slow
+def test_resume_with_other_settings_needs_the_override_and_is_recorded(rerun):
+    with pytest.raises(ConfigError, match=r"other settings \(masking.variant=ppmlm there, mlm now\).*allow_resume_changes"):
+        train(config(rerun, "recipe=mlm"))
+    train(config(rerun, "train.epochs=2", "allow_resume_changes=true"))
+    lines = [json.loads(line) for line in (rerun / "run" / "metrics.jsonl").read_text().splitlines()]
+    resume = [line for line in lines if line.get("event") == "resume"]
+    assert resume == [dict(resume[0], epoch=1, changes=["train.epochs=1 there, 2 now"], dropped_lines=0)]
+    assert [line["epoch"] for line in lines if line.get("event") == "epoch_end"] == [1, 2]
+
+
+@pytest.mark.slow
+def test_resume_drops_the_metrics_of_steps_replayed_after_a_kill(rerun):
+    metrics = rerun / "run" / "metrics.jsonl"
+    kept = metrics.read_text()
+    with metrics.open("a") as handle:  # what a run killed in epoch 2 leaves behind
+        handle.write(json.dumps({"epoch": 2, "step": 50, "loss": 9.0}) + "\n")
+    train(config(rerun, "train.epochs=2", "allow_resume_changes=true"))
+    lines = metrics.read_text().splitlines()
+    assert metrics.read_text().startswith(kept) and json.loads(lines[len(kept.splitlines())])["dropped_lines"] == 1
+    steps = [json.loads(line)["step"] for line in lines if '"step"' in line]
+    assert len(steps) == len(set(steps))  # each step once: the killed run's line is gone
+
+
+@pytest.mark.slow
+def test_a_second_training_on_the_same_folder_is_refused(rerun):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from accelerate import Accelerator; "
+                               "from ppmlm.training.rundir import RunDirectory; run = RunDirectory(sys.argv[1]); "
+                               "run.claim(Accelerator(cpu=True)); print('locked', flush=True); time.sleep(120)",
+         str(rerun / "run")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(ConfigError, match=rf"is in use by another training \(pid {holder.pid} on "):
+            train(config(rerun))
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    train(config(rerun))  # the lock died with its holder
+
+
+@pytest.mark.slow
+def test_an_epoch_whose_audit_was_killed_is_audited_on_resume(tmp_path):
+    cfg = config(tmp_path, "audit.enabled=true", "audit.reference=none", "audit.max_users_per_side=2",
+                 "audit.maskings=2", "audit.max_chunks_per_user=1")
+    audit = Path(train(cfg)) / "audit" / "epoch-1.json"
+    first = json.loads(audit.read_text())
+    audit.unlink()  # what a kill during the audit leaves: the checkpoint is complete, its audit is not written
+    train(cfg)
+    assert json.loads(audit.read_text())["privacy"] == first["privacy"]
+
+
+def test_run_directory_knows_its_resume_point_and_unaudited_epochs(tmp_path):
+    run = RunDirectory(tmp_path)
+    for epoch in (1, 2, 3):
+        (run.checkpoint(epoch) / "state").mkdir(parents=True)
+    for epoch in (1, 2):
+        (run.checkpoint(epoch) / "complete").write_text("{}")
+    (run.audit).mkdir()
+    (run.audit / "epoch-1.json").write_text("{}")
+    assert run.resume_point("auto") == 2 and run.unaudited_epochs() == [2]
+    with pytest.raises(ConfigError, match="resume=false"):
+        run.resume_point(False)
+
+
+def test_ctrl_c_ends_with_one_line_and_exit_130(tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    subprocess.run([sys.executable, "-m", "ppmlm.cli", "synth", "--users", "200", "--out", str(corpus)], check=True,
+                   capture_output=True, timeout=300)
+    command = subprocess.Popen([sys.executable, "-m", "ppmlm.cli", "blacklist", "--data", str(corpus),
+                                "--out", str(tmp_path / "bl")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen = b""
+    deadline = time.time() + 240
+    while b"NER (default)" not in seen and time.time() < deadline:  # interrupt inside the NER pass
+        seen += os.read(command.stderr.fileno(), 4096) or b""
+    command.send_signal(signal.SIGINT)
+    out, err = command.communicate(timeout=120)
+    err = (seen + err).decode()
+    assert command.returncode == 130, err
+    assert err.replace("\r", "\n").strip().splitlines()[-1] == "ppmlm blacklist: interrupted" and "Traceback" not in err
+    assert not (tmp_path / "bl").exists()
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["blacklist", "--data", "c.jsonl", "--out", "bl", "--k", "0"], "argument --k: expected a positive integer, got 0"),
+    (["blacklist", "--data", "c.jsonl", "--out", "bl", "--ngram", "0"], "argument --ngram: expected a positive integer, got 0"),
+    (["synth", "--users", "-3", "--out", "c.jsonl"], "argument --users: expected a positive integer, got -3"),
+])
+def test_command_line_numbers_out_of_range_are_one_error(tmp_path, monkeypatch, capsys, argv, named):
+    from ppmlm.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2 and capsys.readouterr().err.strip().splitlines()[-1].endswith(named)
+    assert list(tmp_path.iterdir()) == []
