@@ -22,8 +22,9 @@ def _synth(args) -> None:
 
 def _blacklist(args) -> None:
     from ppmlm.corpus.loading import load_corpus
-    from ppmlm.identifiers.blacklist import Blacklist, build_blacklist
+    from ppmlm.identifiers.blacklist import Blacklist, build_blacklist, check_output_dir
 
+    check_output_dir(args.out)  # before minutes of NER, not after
     if args.from_dir:
         blacklist = Blacklist.load(args.from_dir).with_k(args.k)
     else:

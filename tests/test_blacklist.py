@@ -1,10 +1,12 @@
 """The blacklist artifact and the `ppmlm blacklist` command on small hand-made corpora."""
 import json
+import os
 
 import datasets
 import pytest
 
 from ppmlm.cli import main
+from ppmlm.errors import BlacklistError
 from ppmlm.corpus.loading import load_corpus
 from ppmlm.identifiers.blacklist import Blacklist, build_blacklist
 from ppmlm.words import WordSegmenter
@@ -57,7 +59,7 @@ def test_ngrams_and_k():
 def test_artifact_round_trip_and_new_k_without_text(tmp_path):
     built = build_blacklist(corpus(), k=2, ner="none", spans_from="phi", progress=False)
     built.save(tmp_path / "bl")
-    assert {p.name for p in (tmp_path / "bl").iterdir()} == {"terms.jsonl", "spans.jsonl", "stats.json", "graph"}
+    assert {p.name for p in (tmp_path / "bl").iterdir()} == {"terms.jsonl", "spans.jsonl", "stats.json", "graph", ".ppmlm-blacklist"}
     loaded = Blacklist.load(tmp_path / "bl")
     assert loaded.terms == built.terms and loaded.spans == built.spans
     rethresholded = loaded.with_k(3)
@@ -122,3 +124,104 @@ def test_bad_input_errors_once_and_keeps_previous_artifact(tmp_path, capsys):
 
 def test_segmenter_matches_protection():
     assert WordSegmenter(casefold=True).normalize("ＱＵＩＬＬ") == "quill"
+
+
+def test_out_refuses_what_is_not_a_blacklist_before_building(tmp_path, capsys, monkeypatch):
+    """A project folder, the corpus's own folder or a file is never replaced, and the refusal comes before NER."""
+    import ppmlm.identifiers.blacklist as module
+
+    corpus_dir = tmp_path / "data"
+    corpus_dir.mkdir()
+    path = corpus_dir / "c.jsonl"
+    corpus().to_json(str(path), lines=True)
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "thesis.tex").write_text("x")
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("keep me")
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("the output path is checked before the blacklist is built")
+
+    monkeypatch.setattr(module, "build_blacklist", no_build)
+    capsys.readouterr()
+    for out, why in ((project, "holds files that are not a ppmlm blacklist (thesis.tex)"),
+                     (corpus_dir, "holds files that are not a ppmlm blacklist (c.jsonl)"), (a_file, "is a file")):
+        assert main(["blacklist", "--data", str(path), "--out", str(out), "--ner", "none"]) == 2
+        error = capsys.readouterr().err.strip()
+        assert "\n" not in error and str(out) in error and why in error and "choose a new or empty directory" in error
+    assert (project / "thesis.tex").read_text() == "x" and a_file.read_text() == "keep me" and path.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "notes.txt", "proj"]  # no staging or backup left
+
+
+def test_save_marks_its_artifact_replaces_only_its_own_and_takes_an_empty_folder(tmp_path):
+    blacklist = build_blacklist(corpus(), k=2, ner="none", spans_from="phi", progress=False)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    blacklist.save(empty)
+    assert json.loads((empty / ".ppmlm-blacklist").read_text()) == {"kind": "ppmlm-blacklist", "format": 1}
+    blacklist.with_k(3).save(empty)  # our own artifact: replaced
+    assert Blacklist.load(empty).stats["parameters"]["k"] == 3
+    (empty / "mine.txt").write_text("a user's file put inside the artifact")
+    with pytest.raises(BlacklistError, match=r"\(mine.txt\)"):
+        blacklist.save(empty)
+    assert (empty / "mine.txt").exists() and Blacklist.load(empty).stats["parameters"]["k"] == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]
+
+
+def test_an_artifact_from_before_the_marker_loads_and_is_replaced(tmp_path):
+    blacklist = build_blacklist(corpus(), k=2, ner="none", spans_from="phi", progress=False)
+    legacy = blacklist.save(tmp_path / "bl")
+    (legacy / ".ppmlm-blacklist").unlink()
+    assert Blacklist.load(legacy).terms == blacklist.terms
+    blacklist.with_k(3).save(legacy)
+    assert Blacklist.load(legacy).stats["parameters"]["k"] == 3 and (legacy / ".ppmlm-blacklist").exists()
+
+
+class Killed(BaseException):
+    """A kill: nothing catches it, and no cleanup runs (rmtree is disabled while it can happen)."""
+
+
+@pytest.mark.parametrize("step", ["exchange", "first rename", "second rename"])
+def test_a_save_killed_at_any_point_leaves_an_artifact_under_the_name(tmp_path, monkeypatch, step):
+    """A kill right after each step that moves a folder. The exchange leaves the new artifact. Without it,
+    a kill after the first of two renames leaves only a backup, which the next load puts back; after the
+    second, a stale backup, which the next load removes."""
+    import ppmlm.identifiers.blacklist as module
+
+    old = build_blacklist(corpus(), k=2, ner="none", spans_from="phi", progress=False)
+    target, backup = old.save(tmp_path / "bl"), tmp_path / ".bl.replaced"
+    exchange, rename, renames = module._exchange, os.rename, []
+
+    def exchange_then_die(first, second):
+        exchange(first, second)
+        raise Killed
+
+    def rename_then_maybe_die(source, destination):
+        rename(source, destination)
+        renames.append(destination)
+        if len(renames) == ("first rename", "second rename").index(step) + 1:
+            raise Killed
+
+    with monkeypatch.context() as patch:
+        patch.setattr(module.shutil, "rmtree", lambda *args, **kwargs: None)
+        if step == "exchange":
+            patch.setattr(module, "_exchange", exchange_then_die)
+        else:
+            patch.setattr(module, "_exchange", lambda first, second: False)
+            patch.setattr(module.os, "rename", rename_then_maybe_die)
+        with pytest.raises(Killed):
+            old.with_k(3).save(target)
+    if step == "first rename":
+        assert not target.exists() and backup.exists()
+    assert Blacklist.load(target).stats["parameters"]["k"] == (2 if step == "first rename" else 3)
+    assert not backup.exists()
+    old.save(target)
+    assert Blacklist.load(target).stats["parameters"]["k"] == 2
+
+
+def test_digest_is_the_same_in_memory_and_after_a_round_trip(tmp_path):
+    built = build_blacklist(corpus(), k=2, ner="none", spans_from="phi", progress=False)
+    loaded = Blacklist.load(built.save(tmp_path / "bl"))
+    assert loaded.digest() == built.digest() != built.with_k(3).digest()
+    assert len(built.digest()) == 64

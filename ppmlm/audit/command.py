@@ -37,7 +37,7 @@ def epsilon_of(checkpoint: Path) -> dict | None:
 def training_blacklist(cfg, corpus, split, tokenizer) -> Path:
     """The blacklist a run trained with: its blacklist.path, else the cache entry built on its members with
     its parameters (the one training reused or wrote)."""
-    from ppmlm.identifiers.blacklist import corpus_fingerprint
+    from ppmlm.identifiers.blacklist import cached_blacklists, corpus_fingerprint
     from ppmlm.training.data import ner_rules_digest
 
     if cfg.blacklist.get("path"):
@@ -48,11 +48,9 @@ def training_blacklist(cfg, corpus, split, tokenizer) -> Path:
               "casefold": cfg.blacklist.casefold if cfg.blacklist.casefold is not None
               else tokenizer("A", add_special_tokens=False)["input_ids"] == tokenizer("a", add_special_tokens=False)["input_ids"],
               "ner_rules": ner_rules_digest(cfg.blacklist.ner)}
-    cache = Path(cfg.blacklist.cache_dir)
-    found = [entry for entry in (cache.iterdir() if cache.is_dir() else ()) if (entry / "stats.json").exists()
-             and wanted.items() <= json.loads((entry / "stats.json").read_text()).get("parameters", {}).items()]
+    found = cached_blacklists(cfg.blacklist.cache_dir, wanted)
     if len(found) != 1:
-        raise PPMLMError(f"cannot tell which blacklist under {cache} this run trained with; give --blacklist DIR")
+        raise PPMLMError(f"cannot tell which blacklist under {cfg.blacklist.cache_dir} this run trained with; give --blacklist DIR")
     return found[0]
 
 

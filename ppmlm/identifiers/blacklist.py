@@ -8,17 +8,23 @@ artifact is a directory, and it is sensitive: it lists identifiers in clear.
     spans.jsonl   doc_id, start, end, label (one line per direct-identifier span)
     stats.json    parameters, counts and per-user distributions (no identifiers, no user ids)
     graph/        the users × terms graph, so that a new k needs no pass over the text
+    .ppmlm-blacklist  marker: {"kind": "ppmlm-blacklist", "format": 1}; only a folder holding our artifact
+                  (or nothing) is ever replaced by `Blacklist.save`
 """
 from __future__ import annotations
 
+import ctypes
+import errno
 import hashlib
 import json
+import os
 import shutil
+import sys
 import tempfile
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import datasets
 import numpy as np
@@ -32,6 +38,10 @@ from ppmlm.words import WordSegmenter, Words
 
 DIRECT, INDIRECT, BOTH = "direct", "indirect", "both"
 K_RANGE = range(1, 11)  # k values whose per-user counts go into stats.json (paper Figure 8)
+MARKER = ".ppmlm-blacklist"
+MARKER_CONTENT = {"kind": "ppmlm-blacklist", "format": 1}
+ARTIFACT_FILES = ("terms.jsonl", "spans.jsonl", "stats.json")  # what `load` needs and `digest` covers
+OWN_ENTRIES = {MARKER, *ARTIFACT_FILES, "graph"}
 
 
 @dataclass
@@ -141,44 +151,65 @@ class Blacklist:
         return "\n".join(lines)
 
     def save(self, directory) -> Path:
-        """Writes into a temporary sibling and swaps it in, so a failure never leaves half an artifact."""
+        """Writes the artifact into a hidden sibling folder, then swaps it in whole.
+
+        Only a new path, an empty folder or an artifact of ours is replaced (`check_output_dir`). The name
+        never stays empty: on Linux the old and new folders trade places in one renameat2(RENAME_EXCHANGE)
+        call; where that is missing, the old artifact is renamed to `.NAME.replaced` only once the new one
+        is complete, the new one renamed in, and the backup removed, and a kill between those two renames
+        leaves the backup, which the next save or load of NAME restores. A kill before the swap leaves a
+        hidden `.NAME.staging-*` folder (as sensitive as the artifact; safe to delete).
+        """
         directory = Path(directory)
+        _restore_interrupted_save(directory)
+        check_output_dir(directory)
         directory.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+        staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.staging-", dir=directory.parent))
         try:
             self._write(staging)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        if directory.exists():
-            retired = directory.with_name(f".{directory.name}.old")
-            shutil.rmtree(retired, ignore_errors=True)
-            directory.rename(retired)
-            staging.rename(directory)
-            shutil.rmtree(retired, ignore_errors=True)
-        else:
-            staging.rename(directory)
+            _swap_in(staging, directory)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)  # the old artifact after an exchange, or a failed new one
         return directory
 
+    def digest(self) -> str:
+        """sha256 over terms.jsonl, spans.jsonl and stats.json as `save` writes them: the audit records it for the
+        blacklist it used, and `ppmlm push` compares it with the run's (a hash, never the content)."""
+        digest = hashlib.sha256()
+        for name, lines in self._files():
+            digest.update(name.encode() + b"\0")
+            for line in lines:
+                digest.update(line.encode("utf-8"))
+            digest.update(b"\0")  # JSON text never holds a raw NUL: files cannot run into each other
+        return digest.hexdigest()
+
+    def _files(self) -> Iterator[tuple[str, Iterable[str]]]:
+        yield "terms.jsonl", (json.dumps(asdict(entry), ensure_ascii=False) + "\n" for entry in self.terms.values())
+        yield "spans.jsonl", (json.dumps({"doc_id": doc_id, "start": span.start, "end": span.end, "label": span.label}) + "\n"
+                              for doc_id, spans in self.spans.items() for span in spans)
+        yield "stats.json", [json.dumps(dict(self.stats, casefold=self.casefold), indent=1) + "\n"]
+
     def _write(self, directory: Path) -> None:
-        with (directory / "terms.jsonl").open("w", encoding="utf-8") as handle:
-            for entry in self.terms.values():
-                handle.write(json.dumps(asdict(entry), ensure_ascii=False) + "\n")
-        with (directory / "spans.jsonl").open("w", encoding="utf-8") as handle:
-            for doc_id, spans in self.spans.items():
-                for span in spans:
-                    handle.write(json.dumps({"doc_id": doc_id, "start": span.start, "end": span.end, "label": span.label}) + "\n")
-        stats = dict(self.stats, casefold=self.casefold)
-        (directory / "stats.json").write_text(json.dumps(stats, indent=1) + "\n", encoding="utf-8")
+        for name, lines in self._files():
+            with (directory / name).open("w", encoding="utf-8") as handle:
+                handle.writelines(lines)
         if self.graph is not None:
             self.graph.save(directory / "graph")
+        (directory / MARKER).write_text(json.dumps(MARKER_CONTENT) + "\n", encoding="utf-8")  # last: marks a complete artifact
 
     @classmethod
     def load(cls, directory) -> "Blacklist":
+        """An artifact written by `save`, or by a ppmlm from before the marker (the three files without it)."""
         directory = Path(directory)
-        missing = [name for name in ("terms.jsonl", "spans.jsonl", "stats.json") if not (directory / name).exists()]
+        _restore_interrupted_save(directory)
+        missing = [name for name in ARTIFACT_FILES if not (directory / name).exists()]
         if missing:
             raise BlacklistError(f"{directory}: not a blacklist directory (missing {', '.join(missing)})")
+        if (directory / MARKER).exists():
+            format_ = json.loads((directory / MARKER).read_text(encoding="utf-8")).get("format", 0)
+            if format_ > MARKER_CONTENT["format"]:
+                raise BlacklistError(f"{directory}: written by a newer ppmlm (blacklist format {format_}, this one reads "
+                                     f"{MARKER_CONTENT['format']}): upgrade ppmlm or rebuild the blacklist")
         terms = {}
         with (directory / "terms.jsonl").open(encoding="utf-8") as handle:
             for line in handle:
@@ -192,6 +223,95 @@ class Blacklist:
         stats = json.loads((directory / "stats.json").read_text(encoding="utf-8"))
         graph = UserTermGraph.load(directory / "graph") if (directory / "graph").exists() else None
         return cls(terms, dict(spans), stats, stats.get("casefold", False), graph)
+
+
+def check_output_dir(directory) -> Path:
+    """Refuses a path `Blacklist.save` must not replace: a file, a link, or a folder holding anything but our
+    artifact. Called by `ppmlm blacklist` before the build, so a refusal comes before minutes of NER."""
+    directory = Path(directory)
+    advice = "choose a new or empty directory for the blacklist (ppmlm never replaces what it did not write)"
+    if directory.is_symlink():
+        raise BlacklistError(f"{directory}: is a symbolic link; give the directory itself, or {advice}")
+    if directory.exists() and not directory.is_dir():
+        raise BlacklistError(f"{directory}: is a file, not a blacklist directory; {advice}")
+    if directory.is_dir():
+        names = sorted(p.name for p in directory.iterdir())
+        foreign = [name for name in names if name not in OWN_ENTRIES]
+        if foreign or (names and not _is_artifact(names)):
+            shown = foreign or names
+            raise BlacklistError(f"{directory}: holds files that are not a ppmlm blacklist ({', '.join(shown[:3])}"
+                                 f"{', ...' if len(shown) > 3 else ''}); {advice}")
+    for parent in directory.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise BlacklistError(f"{directory}: {parent} is a file, not a folder")
+            break
+    return directory
+
+
+def _is_artifact(names: Iterable[str]) -> bool:
+    """Our marker, or the three files of an artifact written before the marker existed."""
+    names = set(names)
+    return MARKER in names or set(ARTIFACT_FILES) <= names
+
+
+def _backup_of(directory: Path) -> Path:
+    return directory.with_name(f".{directory.name}.replaced")
+
+
+def _restore_interrupted_save(directory: Path) -> None:
+    """Finishes a save killed between its two renames (see `Blacklist.save`): the backup is put back when the
+    name is empty, and removed when the new artifact made it in."""
+    backup = _backup_of(directory)
+    if not backup.is_dir() or backup.is_symlink() or not _is_artifact(p.name for p in backup.iterdir()):
+        return
+    if not os.path.lexists(directory):
+        os.rename(backup, directory)
+    elif directory.is_dir() and _is_artifact(p.name for p in directory.iterdir()):
+        shutil.rmtree(backup)
+
+
+def _swap_in(staging: Path, directory: Path) -> None:
+    """Puts the complete artifact `staging` at `directory`, which is missing, an empty folder or our artifact."""
+    if not directory.exists() or not any(directory.iterdir()):
+        os.rename(staging, directory)  # replaces an empty folder in one step too
+    elif not _exchange(staging, directory):
+        backup = _backup_of(directory)
+        os.rename(directory, backup)
+        try:
+            os.rename(staging, directory)
+        except OSError:
+            os.rename(backup, directory)
+            raise
+        shutil.rmtree(backup)
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+_RENAMEAT2 = getattr(_LIBC, "renameat2", None)  # glibc >= 2.28
+if _RENAMEAT2 is not None:
+    _RENAMEAT2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swaps two existing paths in one atomic step (Linux renameat2 RENAME_EXCHANGE); False where the C library
+    or the filesystem cannot, and the caller falls back to two renames."""
+    if _RENAMEAT2 is None:
+        return False
+    if _RENAMEAT2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(second))
+
+
+def cached_blacklists(cache_dir, parameters: dict) -> list[Path]:
+    """The artifacts under a blacklist cache (`blacklist.cache_dir`) whose stats.json parameters include these."""
+    cache = Path(cache_dir)
+    entries = [p for p in cache.iterdir() if not p.name.startswith(".")] if cache.is_dir() else []
+    return [entry for entry in entries if (entry / "stats.json").is_file()
+            and parameters.items() <= json.loads((entry / "stats.json").read_text()).get("parameters", {}).items()]
 
 
 def words_in_spans(words: Words, spans: list[Span]) -> np.ndarray:
