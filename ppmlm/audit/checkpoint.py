@@ -14,6 +14,7 @@ from ppmlm.audit.config import AuditConfig
 from ppmlm.audit.reference import resolve_reference
 from ppmlm.audit.runner import run_audit
 from ppmlm.errors import PPMLMError
+from ppmlm.models import weights_digests
 
 
 def load_masked_lm(path, device: str | torch.device):
@@ -27,17 +28,19 @@ def load_masked_lm(path, device: str | torch.device):
 
 def audit_checkpoint(checkpoint, corpus, split, blacklist, out_dir, epoch: int, config: AuditConfig = AuditConfig(),
                      reference=None, epsilon: dict | None = None, device: str | None = None) -> dict:
-    """`run_audit` on the model and tokenizer saved in `checkpoint`; `reference` is a checkpoint path or None."""
+    """`run_audit` on the model and tokenizer saved in `checkpoint`, recording the sha256 of its weights files;
+    `reference` is a checkpoint path or None."""
     from transformers import AutoTokenizer
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     tokenizer = AutoTokenizer.from_pretrained(str(checkpoint))
+    weights = weights_digests(checkpoint)  # before loading: the digests are of what the model is loaded from
     model = load_masked_lm(checkpoint, device)
     reference_model = load_masked_lm(reference, device) if reference is not None else None
     if reference_model is not None and reference_model.config.vocab_size != model.config.vocab_size:
         raise PPMLMError(f"reference {reference} has a vocabulary of {reference_model.config.vocab_size} tokens, "
                          f"the audited model {model.config.vocab_size}: they must share the tokenizer")
-    return run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch, config, reference_model, epsilon)
+    return run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch, config, reference_model, epsilon, weights)
 
 
 def audit_training_epoch(cfg, run_data, checkpoint, epoch: int, epsilon: dict | None = None) -> dict:

@@ -1,16 +1,20 @@
 """The audit directory: per-epoch figures, scores files and the pseudonyms that keep user ids out of them.
 
-    epoch-N.json                       every figure of epoch N; counts and rates only, no identifier
+    epoch-N.json                       every figure of epoch N; counts and rates only, no identifier; the
+                                       sha256 of the weights, blacklist and split it measured, and an
+                                       HMAC-SHA256 signature of it all keyed by the directory's secret
     scores-epoch-N-samples.jsonl       one line per audited chunk: pseudonymous ids, member label, scores
     scores-epoch-N-users.jsonl         one line per audited user: member label, scores
     report.html                        the self-contained report over every epoch present
-    .salt                              the key of the pseudonyms (keep private: with it, known user ids
-                                       can be matched to their lines)
+    .salt                              the directory's secret, the key of the pseudonyms and of the
+                                       signatures (keep private: with it, known user ids can be matched
+                                       to their lines, and an edited epoch-N.json signed again)
     .reference-energies/               the reference model's energies, reused by later epochs
 """
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -18,18 +22,35 @@ import secrets
 from pathlib import Path
 
 EPOCH_FILE = re.compile(r"epoch-(\d+)\.json$")
+SECRET = ".salt"
+SIGNATURE = "signature"  # the field of epoch-N.json holding its HMAC-SHA256
+
+
+def audit_secret(out_dir: Path, create: bool = True) -> bytes | None:
+    """The audit directory's private secret, made on first use (`create`); None when there is none."""
+    path = Path(out_dir) / SECRET
+    if not path.exists():
+        if not create:
+            return None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, secrets.token_hex(16))
+    return bytes.fromhex(path.read_text().strip())
+
+
+def signature(figures: dict, secret: bytes) -> str:
+    """HMAC-SHA256 of an epoch's figures (every field but the signature, as canonical JSON), under a key
+    derived from the directory's secret so that it never doubles as the pseudonyms' key."""
+    key = hmac.new(secret, b"ppmlm audit epoch-N.json signature", hashlib.sha256).digest()
+    body = json.dumps({k: v for k, v in figures.items() if k != SIGNATURE}, sort_keys=True, separators=(",", ":"))
+    return hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
 
 
 class Pseudonyms:
     """Keyed hashes of user and document ids, stable within one audit directory (so a user can be followed
-    from epoch to epoch) and unlinkable to the ids without the directory's salt."""
+    from epoch to epoch) and unlinkable to the ids without the directory's secret."""
 
     def __init__(self, out_dir: Path):
-        path = out_dir / ".salt"
-        if not path.exists():
-            out_dir.mkdir(parents=True, exist_ok=True)
-            write_atomically(path, secrets.token_hex(16))
-        self._salt = bytes.fromhex(path.read_text().strip())
+        self._salt = audit_secret(out_dir)
 
     def __call__(self, kind: str, value: str) -> str:
         return hashlib.blake2b(f"{kind}\x00{value}".encode(), key=self._salt, digest_size=8).hexdigest()
@@ -54,13 +75,14 @@ def scores_paths(out_dir: Path, epoch: int) -> tuple[Path, Path]:
     return out_dir / f"scores-epoch-{epoch}-samples.jsonl", out_dir / f"scores-epoch-{epoch}-users.jsonl"
 
 
-def write_epoch(out_dir: Path, figures: dict, sample_rows: list[dict], user_rows: list[dict]) -> Path:
+def write_epoch(out_dir: Path, figures: dict, sample_rows: list[dict], user_rows: list[dict]) -> dict:
+    """Writes the scores files and epoch-N.json, signed; returns the figures as written."""
     samples_path, users_path = scores_paths(out_dir, figures["epoch"])
     write_jsonl(samples_path, sample_rows)
     write_jsonl(users_path, user_rows)
-    path = out_dir / f"epoch-{figures['epoch']}.json"
-    write_atomically(path, json.dumps(figures, indent=1, allow_nan=False) + "\n")
-    return path
+    signed = {**figures, SIGNATURE: signature(figures, audit_secret(out_dir))}
+    write_atomically(out_dir / f"epoch-{figures['epoch']}.json", json.dumps(signed, indent=1, allow_nan=False) + "\n")
+    return signed
 
 
 def read_epochs(out_dir: Path) -> list[dict]:

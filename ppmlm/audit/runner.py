@@ -27,12 +27,14 @@ from ppmlm.audit.scoring import SampleResult, score_samples
 
 
 def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, config: AuditConfig = AuditConfig(),
-              reference=None, epsilon: dict | None = None) -> dict:
+              reference=None, epsilon: dict | None = None, weights: dict[str, str] | None = None) -> dict:
     """Audit `model` (a loaded masked LM) for members (`split.members`) against audit non-members
     (`split.audit_non_members`) of `corpus`; `blacklist` holds the training identifiers, `reference` a
     loaded masked LM for the likelihood-ratio attack (None: that attack is skipped), `epsilon` the DP
-    budget spent (e.g. {"rdp": ..., "prv": ..., "delta": ...}). Writes epoch-N.json, the scores files and
-    report.html in `out_dir`; returns the figures of epoch-N.json."""
+    budget spent (e.g. {"rdp": ..., "prv": ..., "delta": ...}), `weights` the sha256 of the files `model`
+    was loaded from (`weights_digests`; None: unknown, and `ppmlm push` will not share on this audit).
+    Writes epoch-N.json (signed), the scores files and report.html in `out_dir`; returns the figures of
+    epoch-N.json."""
     started = time.perf_counter()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -85,9 +87,10 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
         "identifier_attack_k": k,
         "dp": epsilon,
         "config": {**asdict(config), "fpr_levels": list(config.fpr_levels)},
+        "measured": {"weights": weights, "blacklist": blacklist.digest(), "split": split.digest()},  # sha256, checked by push
         "seconds": round(time.perf_counter() - started, 2),
     }
-    write_epoch(out_dir, figures, sample_rows, user_rows)
+    figures = write_epoch(out_dir, figures, sample_rows, user_rows)
     write_report(out_dir)
     print(summary_line(figures, out_dir), flush=True)
     return figures

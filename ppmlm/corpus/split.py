@@ -31,7 +31,14 @@ class UserSplit:
         return {u: r for r in (MEMBERS, AUDIT, POPULATION) for u in getattr(self, r)}
 
     def save(self, path) -> None:
-        Path(path).write_text(json.dumps(asdict(self), indent=1) + "\n")
+        Path(path).write_text(self._json())
+
+    def digest(self) -> str:
+        """sha256 of split.json as `save` writes it: the audit records it, `ppmlm push` compares it with the run's."""
+        return hashlib.sha256(self._json().encode()).hexdigest()
+
+    def _json(self) -> str:
+        return json.dumps(asdict(self), indent=1) + "\n"
 
     @classmethod
     def load(cls, path) -> "UserSplit":
