@@ -1,6 +1,8 @@
-"""`ppmlm push` on a tiny audited run: the export reloads, its card carries the audit, nothing sensitive or
-blacklisted leaves, the policy refuses (no audit, figures over thresholds, a skipped attack), --force says
-so in the card, a dry run writes nothing, and the upload path makes the expected calls (never the network)."""
+"""`ppmlm push` on a tiny audited run: the export reloads, its card carries the audit and its digests, nothing
+sensitive or blacklisted leaves, the policy refuses (no audit, figures over thresholds, a skipped attack),
+an audit that does not speak for the weights is refused (edited, stale, other split or blacklist, from
+before digests), links are never followed, --force says so in the card, a dry run writes nothing, and the
+upload path makes the expected calls (never the network)."""
 import json
 import re
 import shutil
@@ -13,10 +15,13 @@ import torch
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file
 
+from ppmlm.audit.outputs import SIGNATURE, audit_secret, signature
 from ppmlm.cli import main
+from ppmlm.corpus.split import UserSplit
 from ppmlm.errors import PPMLMError
 from ppmlm.identifiers.blacklist import Blacklist
-from ppmlm.sharing import PolicyError, SharingPolicy, build_model_card, load_run_checkpoint, push_run
+from ppmlm.models import weights_digests
+from ppmlm.sharing import PolicyError, SharingPolicy, UnverifiedAuditError, build_model_card, load_run_checkpoint, push_run
 
 TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
 LENIENT = SharingPolicy(min_privacy_score=0.0, max_tpr_at_1pct_fpr=dict.fromkeys(SharingPolicy().max_tpr_at_1pct_fpr, 1.0))
@@ -52,15 +57,19 @@ def audited_run(tmp_path_factory):
     return SimpleNamespace(tmp=tmp, run=run, blacklist=Blacklist.load(blacklist))
 
 
-def edited_copy(run: Path, target: Path, edit=None) -> Path:
-    """A copy of the run whose epoch-1 audit is changed by `edit(figures)`, or removed when `edit` is None."""
-    shutil.copytree(run, target)
+def edited_copy(run: Path, target: Path, edit=None, sign: bool = True) -> Path:
+    """A copy of the run whose epoch-1 audit is changed by `edit(figures)` and signed again with the run's
+    secret, as another audit of the same weights would be (`sign=False`: a hand edit), or removed when `edit`
+    is None."""
+    shutil.copytree(run, target, symlinks=True)
     audit = target / "audit" / "epoch-1.json"
     if edit is None:
         audit.unlink()
     else:
         figures = json.loads(audit.read_text())
         edit(figures)
+        if sign:
+            figures[SIGNATURE] = signature(figures, audit_secret(target / "audit"))
         audit.write_text(json.dumps(figures))
     return target
 
@@ -126,6 +135,10 @@ def test_local_export_reloads_and_its_card_carries_the_audit(audited_run, tmp_pa
             tprs = " | ".join(f"{result['tpr_at_fpr'][fpr]:.3f}" for fpr in ("0.001", "0.01", "0.1"))
             assert f"| {name} | {level} | {result['auc']:.3f} | {tprs} |" in text
     assert f"{figures['audited']['member_users']} member users" in text and "Sharing policy overridden" not in text
+    [(name, digest)] = weights_digests(out).items()  # the card names the exported weights by their sha256
+    assert f"| weights file `{name}` | `{digest}` |" in text and digest == figures["measured"]["weights"][name]
+    assert f"`{audited_run.blacklist.digest()}`" in text and "Verified by `ppmlm push`" in text
+    assert f"`{UserSplit.load(audited_run.run / 'split.json').digest()}`" in text and "Not verified" not in text
 
 
 def words_without_the_corpus(shared, checks) -> set[str]:
@@ -265,3 +278,96 @@ def test_a_dp_run_card_states_epsilon_and_privacy_json_stays(audited_run, tmp_pa
     assert "dp" in card.data.tags and "`ppmlm + DP-SGD`" in card.text
     assert "ε = 7.9 (RDP), 6.2 (PRV) at δ = 1e-05" in card.text and "σ = 0.61" in card.text
     assert "at most 90 chunks" in card.text and "δ ≥ 1 (vacuous)" in card.text  # 90 chunks at ε 7.9: no per-user bound
+
+
+def refusal(run: Path, tmp_path: Path, capsys, *options) -> str:
+    """The one line `ppmlm push` prints when it refuses `run`, having written nothing."""
+    out = tmp_path / "refused"
+    capsys.readouterr()
+    assert main(["push", str(run), "--repo-id", "org/tiny-ppmlm", "--local-dir", str(out), *options]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and not out.exists()
+    return error
+
+
+def test_an_audit_edited_by_hand_is_refused_and_force_marks_the_card_unverified(audited_run, tmp_path, capsys):
+    def passes(figures):
+        figures["attacks"]["loss"]["user"]["tpr_at_fpr"]["0.01"] = 0.0
+
+    run = edited_copy(audited_run.run, tmp_path / "run", passes, sign=False)
+    error = refusal(run, tmp_path, capsys, "--min-privacy-score", "0", "--max-tpr", "1")
+    assert "signature does not match" in error and "ppmlm audit --model" in error
+    with pytest.raises(UnverifiedAuditError):
+        push_run(run, "org/tiny-ppmlm", dry_run=True, policy=LENIENT)
+
+    plan = push_run(run, "org/tiny-ppmlm", local_dir=tmp_path / "out", policy=LENIENT, force=True)
+    assert plan.verdict == "unverified; shared anyway with --force"
+    card = ModelCard.load(tmp_path / "out" / "README.md").text
+    assert card.count("signature does not match") == 2 and "Audit not verified" in card and "**passed**" not in card
+    assert "**Not verified**" in card and "Verified by" not in card
+
+
+def test_weights_changed_after_their_audit_are_refused(audited_run, tmp_path, capsys):
+    from safetensors.torch import save_file
+
+    run = edited_copy(audited_run.run, tmp_path / "run", lambda figures: None)
+    weights = run / "checkpoints" / "epoch-1" / "model.safetensors"
+    tensors = load_file(weights)
+    name = next(iter(tensors))
+    tensors[name] = tensors[name] + 1e-3  # retrained, or swapped for other weights, under the old audit
+    save_file(tensors, weights, metadata={"format": "pt"})
+    error = refusal(run, tmp_path, capsys, "--min-privacy-score", "0", "--max-tpr", "1")
+    assert "weights file model.safetensors is not the one audited" in error
+
+
+def test_an_audit_of_another_split_or_blacklist_is_refused(audited_run, tmp_path, capsys):
+    from omegaconf import OmegaConf
+
+    run = edited_copy(audited_run.run, tmp_path / "run", lambda figures: None)
+    split = UserSplit.load(run / "split.json")
+    split.members, split.population = split.members[1:], split.population + split.members[:1]
+    split.save(run / "split.json")
+    other = audited_run.blacklist.with_k(3).save(tmp_path / "other-blacklist")
+    config = OmegaConf.load(run / "config.yaml")
+    config.blacklist.path = str(other)
+    OmegaConf.save(config, run / "config.yaml")
+    error = refusal(run, tmp_path, capsys, "--min-privacy-score", "0", "--max-tpr", "1")
+    assert "split.json is not the user split the audit used" in error
+    assert "the run's blacklist is not the one the audit used" in error
+
+    config.blacklist.path = str(tmp_path / "gone")
+    OmegaConf.save(config, run / "config.yaml")
+    assert "the run's blacklist (blacklist.path, or its entry under blacklist.cache_dir) is not found" in refusal(
+        run, tmp_path, capsys, "--min-privacy-score", "0", "--max-tpr", "1")
+
+
+def test_an_audit_from_before_digests_is_refused(audited_run, tmp_path, capsys):
+    def older(figures):
+        del figures["measured"], figures[SIGNATURE]
+
+    run = edited_copy(audited_run.run, tmp_path / "run", older, sign=False)
+    error = refusal(run, tmp_path, capsys, "--min-privacy-score", "0", "--max-tpr", "1")
+    assert "the audit predates signed digests" in error
+    assert f"ppmlm audit --model {run / 'checkpoints' / 'epoch-1'} --out {run / 'audit'}" in error
+
+
+@pytest.mark.parametrize("name", ["vocab.txt", "tokenizer.json"])
+def test_an_exported_name_that_is_a_link_is_refused_not_followed(audited_run, tmp_path, capsys, name):
+    run = edited_copy(audited_run.run, tmp_path / "run", lambda figures: None)
+    link = run / "checkpoints" / "epoch-1" / name
+    link.unlink(missing_ok=True)
+    link.symlink_to(audited_run.tmp / "cache" / next(p.name for p in (audited_run.tmp / "cache").iterdir()
+                                                     if not p.name.startswith(".")) / "terms.jsonl")
+    error = refusal(run, tmp_path, capsys, "--min-privacy-score", "0", "--max-tpr", "1", "--force")
+    assert f"{name} is a symbolic link" in error and "regular files only" in error
+
+
+def test_a_local_dir_that_is_a_link_is_one_line(audited_run, tmp_path, capsys):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    capsys.readouterr()
+    assert main(["push", str(audited_run.run), "--repo-id", "org/tiny-ppmlm", "--local-dir", str(tmp_path / "link"),
+                 "--min-privacy-score", "0", "--max-tpr", "1"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and "--local-dir" in error and "is a symbolic link" in error
+    assert not list((tmp_path / "real").iterdir()) and (tmp_path / "link").is_symlink()

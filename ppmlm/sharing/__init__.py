@@ -3,6 +3,7 @@
 from ppmlm.sharing.card import build_model_card
 from ppmlm.sharing.checkpoint import load_run_checkpoint
 from ppmlm.sharing.policy import Check, SharingPolicy
-from ppmlm.sharing.push import PolicyError, SharePlan, push_run
+from ppmlm.sharing.push import PolicyError, SharePlan, UnverifiedAuditError, push_run
 
-__all__ = ["Check", "PolicyError", "SharePlan", "SharingPolicy", "build_model_card", "load_run_checkpoint", "push_run"]
+__all__ = ["Check", "PolicyError", "SharePlan", "SharingPolicy", "UnverifiedAuditError", "build_model_card",
+           "load_run_checkpoint", "push_run"]

@@ -2,7 +2,8 @@
 recipe protects, the audit of the exported epoch, the policy it was checked against and the verdict.
 
 The card is written from the run's configuration, the audit figures and DP accounting only: settings,
-counts and rates. No term of the blacklist, user, document or corpus path can reach it.
+counts, rates and sha256 digests (of the weights, and of the blacklist and split the audit used: hashes, not
+their content). No term of the blacklist, user, document or corpus path can reach it.
 """
 from __future__ import annotations
 
@@ -115,11 +116,32 @@ def _eval_results(figures: dict) -> list[EvalResult]:
     return [r for r in results if r.metric_value is not None]
 
 
-def verdict(checks: list[Check], forced: bool) -> str:
+def verdict(checks: list[Check], forced: bool, unverified: tuple[str, ...] = ()) -> str:
+    """"passed" only for an audit that speaks for the shared weights and meets every check."""
+    if unverified:
+        return "unverified; shared anyway with --force" if forced else "unverified; `ppmlm push` refuses to share it"
     failed = [c for c in checks if not c.passed]
     if not failed:
         return "passed"
     return "failed; shared anyway with --force" if forced else "failed; `ppmlm push` refuses to share it"
+
+
+def _provenance_lines(shared: RunCheckpoint) -> list[str]:
+    """The digests behind the audit, and whether `ppmlm push` matched them with what it exports."""
+    measured = shared.figures.get("measured") or {}
+    rows = [f"| weights file `{name}` | `{digest}` |" for name, digest in shared.weights.items()]
+    rows += [f"| {what} the audit used (never shared) | `{measured[key]}` |" if measured.get(key) else
+             f"| {what} the audit used (never shared) | not recorded |"
+             for key, what in (("blacklist", "blacklist (terms, spans and stats files)"), ("split", "user split (split.json)"))]
+    if shared.unverified:
+        check = ("**Not verified**: " + "; ".join(shared.unverified) + ". Nothing shows that the figures above were "
+                 "measured on these weights.")
+    else:
+        check = ("Verified by `ppmlm push` at export: the audit file's HMAC-SHA256 signature, keyed by the run's private "
+                 "audit secret, is intact, and the digests it records match the exported weights and the run's blacklist "
+                 "and split. This shows the audit was not edited or left stale by anyone without that secret; it is not a "
+                 "signature a reader of this card can check, nor one against whoever holds the training run.")
+    return ["## Provenance of the audit", "", "| file | sha256 |", "|---|---|", *rows, "", check, ""]
 
 
 def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | None = None, forced: bool = False) -> ModelCard:
@@ -151,13 +173,17 @@ def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | 
     epochs = config["train"]["epochs"]
     chunks = f"at most {audit['max_chunks_per_user']} chunk(s) each" if audit.get("max_chunks_per_user") else "all their chunks"
     lines = [f"# {name}", ""]
+    if shared.unverified:
+        lines += ["> **Audit not verified.** The audit figures below come from an audit file that `ppmlm push` could not "
+                  "match with these weights and the run's files, and this checkpoint was shared with `ppmlm push --force`: "
+                  + "; ".join(shared.unverified) + ".", ""]
     if forced and failed:
         lines += ["> **Sharing policy overridden.** This checkpoint fails the audit policy below and was shared with "
                   "`ppmlm push --force`. Failed checks: " + "; ".join(c.describe() for c in failed) + ".", ""]
     lines += [
         f"A masked language model fine-tuned with the ppmlm recipe `{recipe}` on {corpus}, "
         f"exported from epoch {shared.epoch} of {epochs}. Verdict of the sharing policy on the privacy "
-        f"audit of this epoch: **{verdict(checks, forced)}**.", "",
+        f"audit of this epoch: **{verdict(checks, forced, shared.unverified)}**.", "",
         "## Training", "",
         "| | |", "|---|---|",
         f"| recipe | `{recipe}`: {protects} |",
@@ -191,8 +217,10 @@ def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | 
         "## Sharing policy", "",
         "| check | value | threshold | result |", "|---|---|---|---|",
         *(f"| {c.figure} | {_rate(c.value, 4)} | {c.requirement} | {c.status} |" for c in checks), "",
-        f"Verdict: **{verdict(checks, forced)}**." + (" Failed: " + "; ".join(c.describe() for c in failed) + "." if failed else ""),
+        f"Verdict: **{verdict(checks, forced, shared.unverified)}**."
+        + (" Failed: " + "; ".join(c.describe() for c in failed) + "." if failed else ""),
         "A figure the audit did not produce fails its check; a threshold set to none is not checked.", "",
+        *_provenance_lines(shared),
         "## Intended use", "",
         "Further fine-tuning (e.g. text classification) and masked-word prediction on text of the training domain. "
         "Not for generating or completing text about people, re-identifying anyone, or clinical decisions.", "",

@@ -1,6 +1,7 @@
 """The checkpoint of a training run that is to be shared, with what the card needs from its run: the
-resolved configuration, the audit of that epoch, DP accounting and the number of training users.
-Only counts and settings are read from the sensitive files of the run (split.json), never their content."""
+resolved configuration, the audit of that epoch and whether it speaks for these weights, DP accounting and
+the number of training users. Only counts, settings and digests are read from the sensitive files of the
+run (split.json, the blacklist), never their content."""
 from __future__ import annotations
 
 import fnmatch
@@ -10,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ppmlm.errors import PPMLMError
+from ppmlm.models import weights_digests
+from ppmlm.sharing.provenance import audit_mismatches
 
 # Files of a Hugging Face model or tokenizer directory that may leave the machine. Everything else a
 # checkpoint holds (state/, privacy.json, the `complete` marker) or may hold stays.
@@ -32,11 +35,19 @@ class RunCheckpoint:
     figures: dict  # audit/epoch-N.json
     privacy: dict | None  # checkpoints/epoch-N/privacy.json of a DP run: epsilon per accountant and settings
     training_users: int | None
+    weights: dict[str, str]  # sha256 of the checkpoint's weights files, by name
+    unverified: tuple[str, ...]  # why the audit does not speak for these weights (provenance.py); empty: it does
 
     def files(self) -> list[Path]:
-        """The allow-listed model and tokenizer files of the checkpoint, sorted by name."""
-        files = sorted(p for p in self.path.iterdir()
-                       if p.is_file() and any(fnmatch.fnmatchcase(p.name, pattern) for pattern in EXPORTED))
+        """The allow-listed model and tokenizer files of the checkpoint, sorted by name: regular files only. A
+        symbolic link under an allowed name (vocab.txt -> the blacklist) is refused, never followed."""
+        listed = sorted(p for p in self.path.iterdir() if any(fnmatch.fnmatchcase(p.name, pattern) for pattern in EXPORTED))
+        links = [p.name for p in listed if p.is_symlink()]
+        if links:
+            raise PPMLMError(f"{self.path}: {', '.join(links)} {'is a symbolic link' if len(links) == 1 else 'are symbolic links'}; "
+                             "push exports regular files only (a link can point at any file, such as the blacklist): "
+                             "put the file itself in the checkpoint")
+        files = [p for p in listed if p.is_file()]
         names = {p.name for p in files}
         if "config.json" not in names or not names & set(WEIGHTS) or not names & {"tokenizer.json", "vocab.txt", "vocab.json"}:
             raise PPMLMError(f"{self.path}: not a complete Hugging Face model and tokenizer (config.json, "
@@ -74,10 +85,11 @@ def load_run_checkpoint(run_dir, epoch: int | None = None) -> RunCheckpoint:
         raise PPMLMError(f"{audit}: holds the audit of epoch {figures.get('epoch')}, not {epoch}")
     privacy = path / "privacy.json"
     split = run_dir / "split.json"
+    config = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"))
+    weights = weights_digests(path)
     return RunCheckpoint(
-        run_dir=run_dir, epoch=epoch, path=path,
-        config=OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml")),
-        figures=figures,
+        run_dir=run_dir, epoch=epoch, path=path, config=config, figures=figures,
         privacy=json.loads(privacy.read_text()) if privacy.exists() else None,
         training_users=len(UserSplit.load(split).members) if split.exists() else None,
+        weights=weights, unverified=tuple(audit_mismatches(run_dir, config, figures, weights)),
     )

@@ -26,6 +26,10 @@ class PolicyError(PPMLMError):
     """The audit of the checkpoint breaks the sharing policy (and --force was not given)."""
 
 
+class UnverifiedAuditError(PPMLMError):
+    """The audit does not speak for the checkpoint: edited, stale, or measured on other files (and no --force)."""
+
+
 @dataclass
 class SharePlan:
     """What a push exports, and the verdict of the policy on it."""
@@ -43,7 +47,7 @@ class SharePlan:
 
     @property
     def verdict(self) -> str:
-        return verdict(self.checks, self.forced)
+        return verdict(self.checks, self.forced, self.shared.unverified)
 
     @property
     def refusal(self) -> str:
@@ -66,6 +70,8 @@ class SharePlan:
 
 def write_local(plan: SharePlan, local_dir: Path) -> None:
     """The export into `local_dir` (absent or empty), complete or not at all."""
+    if local_dir.is_symlink():
+        raise PPMLMError(f"--local-dir {local_dir}: is a symbolic link; give the folder it points to, or a new path")
     if local_dir.exists() and (not local_dir.is_dir() or any(local_dir.iterdir())):
         raise PPMLMError(f"--local-dir {local_dir}: exists and is not an empty folder")
     local_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -102,8 +108,10 @@ def push_run(run_dir, repo_id: str, epoch: int | None = None, local_dir=None, pr
     """Shares checkpoint `epoch` (default: the last complete one) of a training run: to `local_dir` when
     given (no network), else to the Hub repository `repo_id`; `dry_run` writes nothing anywhere.
 
-    Raises PPMLMError when the epoch has no audit, and PolicyError when its audit breaks `policy` (default:
-    the run's `share:` settings) unless `force`; a dry run returns the plan with its failures instead.
+    Raises PPMLMError when the epoch has no audit; UnverifiedAuditError when the audit does not speak for
+    these weights (edited, stale, or measured against another blacklist or split: `RunCheckpoint.unverified`)
+    and PolicyError when its audit breaks `policy` (default: the run's `share:` settings), both unless
+    `force`, which exports and says so in the card. A dry run returns the plan with its policy failures.
     """
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
@@ -112,8 +120,14 @@ def push_run(run_dir, repo_id: str, epoch: int | None = None, local_dir=None, pr
     except HFValidationError as error:
         raise PPMLMError(f"--repo-id {repo_id!r}: {error}") from None
     shared = load_run_checkpoint(run_dir, epoch)
+    if shared.unverified and not force:
+        raise UnverifiedAuditError(
+            f"{shared.run_dir} epoch {shared.epoch}: its audit does not speak for the weights being shared: "
+            + "; ".join(shared.unverified)
+            + f" (audit this checkpoint again: ppmlm audit --model {shared.path} --out {shared.run_dir / 'audit'}; "
+              "--force exports it marked unverified)")
     checks = (policy or SharingPolicy.for_run(shared.run_dir)).check(shared.figures)
-    forced = force and any(not c.passed for c in checks)
+    forced = force and (bool(shared.unverified) or any(not c.passed for c in checks))
     plan = SharePlan(shared, repo_id, checks, forced, build_model_card(shared, checks, repo_id, forced))
     plan.files()  # a checkpoint without weights or tokenizer fails here, before anything is written
     if plan.failures and not force and not dry_run:

@@ -1,0 +1,83 @@
+"""Whether the audit beside a checkpoint speaks for it: `ppmlm push` shares figures only when they were
+measured on the very weights being shared, against the run's own blacklist and split, and not edited since.
+
+The audit's epoch-N.json records the sha256 of the weights files, the blacklist and the split it measured,
+and is signed with HMAC-SHA256 under the audit directory's private secret (ppmlm/audit/outputs.py). Here
+the digests are recomputed from the checkpoint and the run's files and the signature is checked. This
+catches an edited audit file, weights retrained or swapped after their audit, and an audit run against
+another blacklist or split, by anyone who lacks the run's secret. It is not a signature against whoever
+holds the run directory: they can audit anything and sign it (docs/sharing.md).
+"""
+from __future__ import annotations
+
+import hmac
+import json
+from pathlib import Path
+
+from ppmlm.audit.outputs import SIGNATURE, audit_secret, signature
+from ppmlm.corpus.split import UserSplit
+from ppmlm.errors import BlacklistError
+from ppmlm.identifiers.blacklist import Blacklist, cached_blacklists
+
+
+def audit_mismatches(run_dir: Path, config: dict, figures: dict, weights: dict[str, str]) -> list[str]:
+    """Why the audit `figures` do not speak for a checkpoint whose weights files have digests `weights`, one
+    phrase each (empty: they do). The phrases name files and settings, never a path or any content, so the
+    model card may print them."""
+    if SIGNATURE not in figures or "measured" not in figures:
+        return ["the audit predates signed digests: it records neither what it measured nor a signature"]
+    secret = audit_secret(run_dir / "audit", create=False)
+    if secret is None:
+        return ["the run's audit secret (audit/.salt) is missing, so the audit's signature cannot be checked"]
+    if not hmac.compare_digest(str(figures[SIGNATURE]), signature(figures, secret)):
+        return ["the audit file's signature does not match: it was edited after the audit, or signed with another "
+                "run's secret"]
+    measured = figures["measured"]
+    return [*_weights_mismatches(measured.get("weights") or {}, weights),
+            *_split_mismatch(run_dir, measured.get("split")),
+            *_blacklist_mismatch(run_dir, config, measured.get("blacklist"))]
+
+
+def _weights_mismatches(audited: dict[str, str], shared: dict[str, str]) -> list[str]:
+    if not audited:
+        return ["the audit recorded no weights file (it measured a model that was not loaded from this checkpoint)"]
+    problems = []
+    for name in sorted(set(audited) | set(shared)):
+        if name not in audited:
+            problems.append(f"weights file {name} was not audited")
+        elif name not in shared:
+            problems.append(f"audited weights file {name} is missing")
+        elif audited[name] != shared[name]:
+            problems.append(f"weights file {name} is not the one audited (sha256 {shared[name][:12]}..., "
+                            f"audited {audited[name][:12]}...)")
+    return problems
+
+
+def _split_mismatch(run_dir: Path, audited: str | None) -> list[str]:
+    path = run_dir / "split.json"
+    if not path.is_file():
+        return ["the run has no split.json to check the audit's split against"]
+    return [] if UserSplit.load(path).digest() == audited else ["split.json is not the user split the audit used"]
+
+
+def _blacklist_mismatch(run_dir: Path, config: dict, audited: str | None) -> list[str]:
+    """The run's blacklist is `blacklist.path`, else the cache entry built with the parameters the run
+    recorded in blacklist.json (paths as in config.yaml: relative ones from where training ran)."""
+    settings = config.get("blacklist") or {}
+    recorded = run_dir / "blacklist.json"
+    if settings.get("path"):
+        candidates = [Path(settings["path"])]
+    elif recorded.is_file():
+        candidates = cached_blacklists(settings.get("cache_dir", ""), json.loads(recorded.read_text())["parameters"])
+    else:
+        candidates = []
+    digests = set()
+    for candidate in candidates:
+        try:
+            digests.add(Blacklist.load(candidate).digest())
+        except BlacklistError:
+            pass  # not a blacklist (any more): as if not found
+    if not digests:
+        return ["the run's blacklist (blacklist.path, or its entry under blacklist.cache_dir) is not found from this "
+                "directory, so the audit's blacklist cannot be checked"]
+    return [] if audited in digests else ["the run's blacklist is not the one the audit used"]
