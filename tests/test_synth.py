@@ -4,16 +4,22 @@ from __future__ import annotations
 import collections
 import hashlib
 import json
+import math
 import os
 import random
+import re
+import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from faker import Faker
+from faker.providers.person.en_US import Provider as UsNames
 
 from ppmlm.corpus.domains import SYNTHETIC_DOMAINS, generate_synthetic
-from ppmlm.corpus.synth import CLASSES, MAX_NOTES, MIN_NOTES, generate_corpus, write_jsonl
+from ppmlm.corpus.split import split_users
+from ppmlm.corpus.synth import CLASSES, MAX_NOTES, MIN_NOTES, _draw_staff, generate_corpus, write_jsonl
 from ppmlm.identifiers.labels import PHI_LABELS
 from ppmlm.words import WordSegmenter
 
@@ -150,3 +156,143 @@ def test_write_jsonl_keeps_unicode_and_one_record_per_line(tmp_path, corpus_50):
     raw = path.read_text(encoding="utf-8")
     assert "Zoë Müller" in raw
     assert [json.loads(line) for line in raw.splitlines()] == records
+
+
+# Identifiers written as in real ICU notes (issue 11): acronyms, local towns, '92, lower-case names, signatures.
+
+@pytest.fixture(scope="module")
+def staff_0():
+    """The hospitals, towns and nurses of seed 0, which every patient of corpus_200 shares."""
+    return _draw_staff(0, Faker("en_US"))
+
+
+def _gold(record, label=None):
+    return [record["text"][s["start"]:s["end"]] for s in record["phi"] if label in (None, s["label"])]
+
+
+def _inside_gold(record, start, end) -> bool:
+    return any(s["start"] <= start and end <= s["end"] for s in record["phi"])
+
+
+def test_hospital_acronyms_are_gold_wherever_they_occur_and_shared_by_many_patients(corpus_200, staff_0):
+    acronyms = {hospital.acronym for hospital in staff_0.hospitals}
+    assert len(acronyms) == len(staff_0.hospitals) and all(re.fullmatch("[A-Z]{2,4}", a) for a in acronyms)
+    patients = collections.defaultdict(set)
+    for record in corpus_200:
+        for match in re.finditer(rf"\b({'|'.join(acronyms)})\b", record["text"]):
+            assert _inside_gold(record, *match.span()), (record["doc_id"], match.group())
+        for identifier in _gold(record, "HOSPITAL"):
+            if identifier in acronyms:
+                patients[identifier].add(record["user_id"])
+    # Each of the 8 local hospitals is named by its acronym in the notes of many of the 200 patients:
+    # a direct identifier that the one-user graph cannot find.
+    assert set(patients) == acronyms and min(map(len, patients.values())) >= 15, patients
+    assert any("OSH" in record["text"].upper() for record in corpus_200)  # 'outside hospital' names no one
+
+
+def test_local_towns_recur_across_patients_in_capitals_and_lower_case(corpus_200, staff_0):
+    towns = {town.casefold() for town in staff_0.towns}
+    patients, cases = collections.defaultdict(set), set()
+    for record in corpus_200:
+        for identifier in _gold(record, "LOCATION"):
+            if identifier.casefold() in towns:
+                patients[identifier.casefold()].add(record["user_id"])
+                cases.add("upper" if identifier.isupper() else "lower" if identifier.islower() else "title")
+        for town in staff_0.towns:  # a town is gold wherever it is written (alone, or in a hospital's name)
+            for match in re.finditer(rf"\b{re.escape(town)}\b", record["text"], re.IGNORECASE):
+                assert _inside_gold(record, *match.span()), (record["doc_id"], match.group())
+    assert cases == {"upper", "lower", "title"}
+    assert sum(len(users) >= 5 for users in patients.values()) >= len(towns) - 2, patients
+
+
+def test_two_digit_years_are_gold_dates(corpus_200):
+    users = set()
+    for record in corpus_200:
+        for match in re.finditer(r"(?<![\w'])'\d\d\b", record["text"]):
+            assert any((s["start"], s["end"], s["label"]) == (*match.span(), "DATE") for s in record["phi"]), match
+            users.add(record["user_id"])
+    assert len(users) >= 150  # "MI in '92", "CABG '05", "since '98"
+
+
+def test_nursing_notes_end_with_a_signature_whose_name_is_gold(corpus_200, staff_0):
+    """'JR RN', 'j roe rn', 'J. Roe, RN', 'jane r rn', 'Roe, Jane RN', or the tidy 'ROE RN' / 'Jane Roe, RN'."""
+    forms = {
+        form.casefold()
+        for first, last in ((nurse.first, nurse.last) for nurse in staff_0.nurses)
+        for form in (first[0] + last[0], f"{first[0]} {last}", f"{first[0]}. {last}", f"{first} {last[0]}",
+                     f"{last}, {first}", last, f"{first} {last}")
+    }
+    seen = collections.Counter()
+    for record in corpus_200:
+        last_line = record["text"].rsplit("\n", 1)[-1]
+        credential = last_line[-2:]
+        if credential.casefold() != "rn":
+            continue  # a physician's note
+        name = record["phi"][-1]
+        signed = record["text"][name["start"]:name["end"]]
+        assert name["label"] == "NAME" and last_line in (f"{signed} {credential}", f"{signed}, {credential}")
+        assert signed.casefold() in forms, last_line
+        seen["initials" if re.fullmatch("[A-Za-z]{2}", signed) else "lower" if signed.islower() else "other"] += 1
+    assert seen["initials"] >= 20 and seen["lower"] >= 50, seen
+
+
+def test_names_typed_in_lower_case_are_gold_and_only_the_name(corpus_200):
+    """Nurses type clinicians, patients and relatives in lower case ('md jones aware', 'wife mary at bedside');
+    the gold span holds the name (or its initials in a signature), never a title or credential."""
+    names = {name.casefold() for name in [*UsNames.first_names, *UsNames.last_names]}
+    lower = [(record["user_id"], name) for record in corpus_200 for name in _gold(record, "NAME") if name.islower()]
+    assert len({user for user, _ in lower}) >= 120
+    for _, name in lower:
+        words = re.findall(r"[^\W\d_]+", name)
+        assert all(word in names if len(word) > 2 else word not in {"dr", "md", "rn", "mr", "ms"} for word in words), name
+
+
+def test_nursing_notes_mix_lower_case_and_capitals_within_a_note(corpus_200):
+    mixed = 0
+    for record in corpus_200:
+        lines = [line for line in record["text"].splitlines() if any(c.isalpha() for c in line)]
+        mixed += any(line.isupper() for line in lines) and any(line.islower() for line in lines)
+    assert mixed / len(corpus_200) >= 0.1
+
+
+def _real_note_features(records) -> dict[str, list[float]]:
+    """Per patient, the mean per note of each real-note feature."""
+    features = collections.defaultdict(lambda: collections.defaultdict(list))
+    for record in records:
+        gold = _gold(record)
+        found = {
+            "acronym": any(re.fullmatch("[A-Z]{2,4}", g) for g in _gold(record, "HOSPITAL")),
+            "two-digit year": any(re.fullmatch(r"'\d\d", g) for g in gold),
+            "lower-case name": any(g.islower() for g in _gold(record, "NAME")),
+            "lower-case nursing note": record["text"] != record["text"].upper()
+            and re.search("^(neuro|cv|resp): ", record["text"], re.I | re.M) is not None,
+        }
+        for name, present in found.items():
+            features[name][record["user_id"]].append(float(present))
+    return {name: {user: sum(v) / len(v) for user, v in per_user.items()} for name, per_user in features.items()}
+
+
+def test_members_and_non_members_draw_real_note_features_from_one_distribution(corpus_200):
+    """Every patient comes from one generative process: a feature's rate differs between members and held-out
+    patients, or between early and late patients, by no more than chance (|z| < 4, users as units)."""
+    rates = _real_note_features(corpus_200)
+    split = split_users(sorted({r["user_id"] for r in corpus_200}), seed=0)
+    held_out = set(split.audit_non_members) | set(split.population)
+    for name, per_user in rates.items():
+        for group in (held_out, {u for u in per_user if int(u[1:]) < 100}):
+            inside = [rate for user, rate in per_user.items() if user in group]
+            outside = [rate for user, rate in per_user.items() if user not in group]
+            z = (statistics.mean(inside) - statistics.mean(outside)) / math.sqrt(
+                statistics.variance(inside) / len(inside) + statistics.variance(outside) / len(outside))
+            assert abs(z) < 4, (name, z)
+            assert 0.05 < statistics.mean(inside) < 0.95, (name, statistics.mean(inside))
+
+
+def test_realism_sets_how_often_identifiers_take_real_note_forms():
+    tidy, real = generate_corpus(30, realism=0), generate_corpus(30, realism=1)
+    tidy_rates, real_rates = (_real_note_features(records) for records in (tidy, real))
+    for name in tidy_rates:
+        assert statistics.mean(tidy_rates[name].values()) == 0, name
+        assert statistics.mean(real_rates[name].values()) > 0.2, name
+    with pytest.raises(ValueError, match="realism"):
+        generate_corpus(3, realism=1.5)

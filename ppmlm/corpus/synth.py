@@ -8,6 +8,13 @@ character spans are known (gold `phi`). Realism of that statistical structure ma
 Each patient is drawn independently from a random generator seeded with (seed, patient index) only, so
 adding patients never changes earlier ones and any split of patients into members and non-members sees
 the same distribution. Text is built by appending pieces and recording identifier offsets as it goes.
+
+Identifiers are written the way real ICU notes write them, not only the tidy way: hospitals by acronyms
+that every patient of the corpus's few local hospitals shares ("pt from CMH"), home towns from a small
+local pool in capitals or lower case ("lives in WALTHAM", "home to brockton"), years as '92, nurses'
+notes in lower case with lines in capitals, clinicians without titles and in lower case ("md jones
+aware"), relatives by first name ("son JOHN called"), and signatures ("JS RN", "j smith rn"). `realism`
+is the chance that a mention takes such a form.
 """
 from __future__ import annotations
 
@@ -34,12 +41,19 @@ INFECTIOUS_DISEASE = "infectious disease"
 CLASSES = (CARDIOLOGY, RESPIRATORY, NEUROLOGY, GASTROENTEROLOGY, INFECTIOUS_DISEASE)
 
 MIN_NOTES, MAX_NOTES = 3, 12
-CAPS_NOTE_SHARE = 1 / 3  # terse ICU nursing notes in capitals
+NURSING_NOTE_SHARE = 0.5  # terse ICU nursing notes; the rest are physicians' prose notes
+CAPS_LINE_SHARE = 0.15  # lines of a lower-case nursing note typed in capitals
+# Chance that a mention is written as in real ICU notes rather than tidily: a hospital by its acronym, a year
+# as '92, a clinician untitled in lower case, an informal signature, a nursing note in mixed case rather
+# than all capitals. At 0.5 every form is common in the default corpus.
+REALISM = 0.5
 SAME_CLASS_SHARE = 0.75  # notes about the patient's main problem; the rest are intercurrent problems
 # Notes with a second active problem of another class, described as fully as the principal one and listed
 # after it: only the order tells the label, so keywords alone do not solve the classification task.
 SECOND_PROBLEM_SHARE = 0.3
 FACT_SHARE = 0.55  # chance that a note repeats a given personal detail: memorization needs repetition
+LOCAL_TOWNS = 12  # the hospitals' catchment: most patients live in one of these towns
+LOCAL_SHARE = 0.8  # patients from the local towns; the others come from anywhere
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -557,6 +571,42 @@ _HABITS = (
     "swims {n} laps at the community pool each day",
 )
 _VEHICLES = _words("motorcycle | tractor | snowmobile | boating | bicycle | all-terrain vehicle | car | bus")
+_PAST_EVENTS = _words(
+    "MI | CVA | TIA | DVT | PE | appy | lap chole | TKR | THR | hernia repair | PPM | CABG x3 | hip fx | "
+    "colon ca | breast ca | PNA | GI bleed | MVA | ETOH w/d seizure | TURP"
+)
+_LONG_STANDING = _words(
+    "on coumadin | on home O2 | on HD | insulin dependent | sober | in a wheelchair | on disability | "
+    "in a nursing home"
+)
+_ICU_OPENINGS = _words(
+    "npn 7a-7p | npn 7p-7a | nursing progress note 0700-1900 | micu npn | ccu npn 7a-7p | nsg note 1900-0700 | "
+    "Nursing Progress Note 7a-7p | MICU NPN 7P-7A | sicu nsg note"
+)
+_SYSTEMS = (("neuro", NEUROLOGY), ("cv", CARDIOLOGY), ("resp", RESPIRATORY), ("gi", GASTROENTEROLOGY),
+            ("id", INFECTIOUS_DISEASE))  # the order nurses chart body systems in
+_UNREMARKABLE = {  # what a nurse charts for a body system that is not the problem
+    NEUROLOGY: _words("a&ox3, mae, follows commands | alert, oriented x3, perrl | sedated on propofol, arousable "
+                      "to voice | lethargic but easily arousable, mae"),
+    CARDIOLOGY: _words("hr 70s-80s nsr, no ectopy | sbp 110s-130s, pulses palp | hr 90s st, sbp stable | "
+                       "nsr 60s-70s, no edema"),
+    RESPIRATORY: _words("ls clear bilat, sats 95-98% on 2l nc | ls clear, dim at bases, ra | sats mid 90s on ra, "
+                        "no sob | ls cta, rr teens"),
+    GASTROENTEROLOGY: _words("abd soft, nt/nd, +bs | tolerating po, no n/v | abd benign, no bm this shift | "
+                             "taking po meds w/o difficulty"),
+    INFECTIOUS_DISEASE: _words("afebrile | tmax 99.1 | afebrile, wbc wnl | no s/s infection"),
+}
+_OTHER_SYSTEMS = (
+    ("gu", _words("foley draining clear yellow urine, uop >30 cc/hr | voiding qs | foley to gravity, uop adequate")),
+    ("skin", _words("skin intact | coccyx reddened, turned q2h | ivs patent, sites wnl")),
+)
+_GENERIC_TRANSFERS = _words("tx from OSH | transferred from osh | from outside hosp")  # 'outside hospital': no one's
+_VISITS = _words(
+    "at bedside | called | in to visit | called for update | updated by phone | visited, asking appropriate "
+    "questions | at bedside, updated on poc"
+)
+_RELATION_ABBREVIATIONS = {"daughter": "dtr", "husband": "hus", "brother": "bro", "sister": "sis",
+                           "granddaughter": "gdtr"}
 _FEMALE_RELATIVES = ("wife", "daughter", "sister", "niece", "granddaughter")
 _MALE_RELATIVES = ("husband", "son", "brother", "nephew", "grandson")
 _RELATIVES = _FEMALE_RELATIVES + _MALE_RELATIVES
@@ -571,6 +621,21 @@ _EMAIL_DOMAINS = _words("gmail.com | yahoo.com | hotmail.com | aol.com | outlook
 
 def _span(text: str, label: str) -> tuple[str, str]:
     return (text, label)
+
+
+def _recase(pieces: Sequence[Piece], case) -> list[Piece]:
+    """The pieces with `case` (str.upper, str.lower, ...) applied to plain text and identifiers alike."""
+    return [case(piece) if isinstance(piece, str) else _span(case(piece[0]), piece[1]) for piece in pieces]
+
+
+def _as_written(text: str) -> str:
+    return text
+
+
+def _typed_case(rng: random.Random):
+    """How a nurse types a line or a name: mostly in lower case, else in capitals or as written."""
+    form = rng.random()
+    return str.lower if form < 0.5 else str.upper if form < 0.75 else _as_written
 
 
 class _NoteText:
@@ -604,9 +669,18 @@ class _Clinician:
     email: str
     pager: str
 
-    def mention(self, rng: random.Random, caps: bool) -> list[Piece]:
-        """How notes refer to a clinician: 'Dr. Jane Roe', 'Dr. Roe', 'Jane Roe, MD', 'DR ROE'."""
+    def mention(self, rng: random.Random, caps: bool, informal: bool = False) -> list[Piece]:
+        """How notes refer to a clinician: 'Dr. Jane Roe', 'Dr. Roe', 'Jane Roe, MD', 'DR ROE'; informally,
+        as nurses write to each other, untitled and in lower case: 'md roe', 'roe rn', 'roe', 'jane'."""
         nurse = self.specialty == "nursing"
+        if informal:
+            last, credential = self.last.lower(), "rn" if nurse else rng.choice(("md", "dr"))
+            form = rng.randrange(4)
+            if form == 0:
+                return [f"{credential} ", _span(last, NAME)]
+            if form == 1:
+                return [_span(last, NAME), " rn" if nurse else " md"]
+            return [_span(last if form == 2 else self.first.lower(), NAME)]
         if caps:
             return [_span(self.last, NAME), " RN"] if nurse else ["DR ", _span(self.last, NAME)]
         if nurse:
@@ -620,21 +694,42 @@ class _Clinician:
             return [_span(f"{self.first} {self.last}", NAME), ", MD"]
         return [_span(f"{self.first[0]}. {self.last}", NAME), ", MD"]
 
+    def signature(self, rng: random.Random) -> list[Piece]:
+        """A nurse's sign-off at the end of a note as typed: 'JR RN', 'j roe rn', 'J. Roe, RN', 'JANE R RN'."""
+        first, last = self.first, self.last
+        form = rng.randrange(5)
+        if form == 0:
+            pieces = [_span(first[0] + last[0], NAME), " RN"]
+        elif form == 1:
+            pieces = [_span(f"{first[0]} {last}", NAME), " rn"]
+        elif form == 2:
+            pieces = [_span(f"{first[0]}. {last}", NAME), ", RN"]
+        elif form == 3:
+            pieces = [_span(f"{first} {last[0]}", NAME), " rn"]
+        else:
+            pieces = [_span(f"{last}, {first}", NAME), " RN"]
+        return _recase(pieces, _typed_case(rng))
+
 
 @dataclass(frozen=True)
 class _Hospital:
     name: str
+    acronym: str  # what notes call it: 'CMH' for 'Carney Memorial Hospital'
     domain: str
     phone: str
+
+    def mention(self, rng: random.Random, informal: bool) -> Piece:
+        return _span(self.acronym if informal else self.name, HOSPITAL)
 
 
 @dataclass(frozen=True)
 class _Staff:
-    """Clinicians and hospitals shared by many patients; drawn from the corpus seed alone."""
+    """Clinicians, hospitals and the towns around them, shared by many patients; drawn from the corpus seed alone."""
 
     doctors: tuple[_Clinician, ...]
     nurses: tuple[_Clinician, ...]
     hospitals: tuple[_Hospital, ...]
+    towns: tuple[str, ...]  # where most patients live
 
     def doctor_for(self, specialty: str, rng: random.Random) -> _Clinician:
         return rng.choice([doctor for doctor in self.doctors if doctor.specialty == specialty])
@@ -657,18 +752,20 @@ def _slug(text: str) -> str:
 def _draw_staff(seed: int, fake: Faker) -> _Staff:
     rng = random.Random(f"ppmlm-synth-staff:{seed}")
     fake.seed_instance(f"ppmlm-synth-staff-faker:{seed}")
-    saint, towns, surnames = rng.choice(_SAINTS), [fake.city() for _ in range(4)], [fake.last_name() for _ in range(3)]
-    named_by = [  # (hospital name, the distinctive part its web domain is made of)
-        (f"St. {saint}'s Medical Center", f"st{saint}s"),
-        (f"{surnames[0]} Memorial Hospital", f"{surnames[0]}memorial"),
-        (f"{towns[0]} General Hospital", f"{towns[0]}general"),
-        (f"{surnames[1]} Regional Medical Center", f"{surnames[1]}regional"),
-        (f"University Hospital of {towns[1]}", f"uh{towns[1]}"),
-        (f"Mercy Hospital of {towns[2]}", f"mercy{towns[2]}"),
-        (f"{towns[3]} Community Hospital", f"{towns[3]}community"),
-        (f"{surnames[2]} Veterans Affairs Medical Center", f"{surnames[2]}va"),
+    saint, surnames = rng.choice(_SAINTS), [fake.last_name() for _ in range(3)]
+    # Real towns (Faker's geo list, as real notes name real towns) and invented ones (towns no list holds).
+    towns = [fake.local_latlng(country_code="US")[2] if rng.random() < 0.5 else fake.city() for _ in range(LOCAL_TOWNS)]
+    named_by = [  # (hospital name, the distinctive part its web domain is made of, its acronym)
+        (f"St. {saint}'s Medical Center", f"st{saint}s", f"S{saint[0]}MC"),
+        (f"{surnames[0]} Memorial Hospital", f"{surnames[0]}memorial", f"{surnames[0][0]}MH"),
+        (f"{towns[0]} General Hospital", f"{towns[0]}general", f"{towns[0][0]}GH"),
+        (f"{surnames[1]} Regional Medical Center", f"{surnames[1]}regional", f"{surnames[1][0]}RMC"),
+        (f"University Hospital of {towns[1]}", f"uh{towns[1]}", f"UH{towns[1][0]}"),
+        (f"Mercy Hospital of {towns[2]}", f"mercy{towns[2]}", f"MH{towns[2][0]}"),
+        (f"{towns[3]} Community Hospital", f"{towns[3]}community", f"{towns[3][0]}CH"),
+        (f"{surnames[2]} Veterans Affairs Medical Center", f"{surnames[2]}va", f"{surnames[2][0]}VA"),
     ]
-    hospitals = tuple(_Hospital(name, _slug(key) + ".org", _phone(rng)) for name, key in named_by)
+    hospitals = tuple(_Hospital(name, acronym, _slug(key) + ".org", _phone(rng)) for name, key, acronym in named_by)
     clinicians = []
     for specialty in CLASSES + ("internal medicine", "nursing", "nursing"):
         for _ in range(4):
@@ -679,6 +776,7 @@ def _draw_staff(seed: int, fake: Faker) -> _Staff:
         doctors=tuple(c for c in clinicians if c.specialty != "nursing"),
         nurses=tuple(c for c in clinicians if c.specialty == "nursing"),
         hospitals=hospitals,
+        towns=tuple(towns),
     )
 
 
@@ -708,6 +806,9 @@ class _Patient:
     home_medications: list[str]
     allergies: list[str]
     past_procedure: tuple[str, int]
+    past_events: list[tuple[str, int]]  # ('MI', 1992): history as nurses abbreviate it
+    long_standing: tuple[str, int]  # ('on home O2', 2009): 'since 2009'
+    referrer: _Hospital  # transferred from there
     facts: list[list[Piece]]  # indirect identifiers as ready-made sentences
     relative: tuple[str, str, str]  # relation, first name, phone
     study_drug: str
@@ -789,6 +890,8 @@ def _draw_patient(seed: int, index: int, fake: Faker, staff: _Staff, rng: random
     last = fake.last_name()
     first_visit = dt.date(2014, 1, 1) + dt.timedelta(days=rng.randrange(10 * 365))
     birth = first_visit - dt.timedelta(days=rng.randint(19 * 365, 95 * 365))
+    hospital = rng.choice(staff.hospitals)
+    adult_years = max(1, min(30, first_visit.year - birth.year - 18))  # past events happen in adulthood
     main_class = rng.choice(CLASSES)
     hometown = fake.city()
     occupation = _occupation(fake)
@@ -823,16 +926,20 @@ def _draw_patient(seed: int, index: int, fake: Faker, staff: _Staff, rng: random
         email=f"{_slug(first)}{rng.choice(('.', '_', ''))}{_slug(last)}{rng.randint(1, 99)}"
               f"@{rng.choice(_EMAIL_DOMAINS)}",
         street=fake.street_address(),
-        city=fake.city(),
+        city=rng.choice(staff.towns) if rng.random() < LOCAL_SHARE else fake.city(),
         state=rng.choice(_US_STATES),
         zip_code=fake.zipcode(),
-        hospital=rng.choice(staff.hospitals),
+        hospital=hospital,
         attending=staff.doctor_for("internal medicine", rng),
         primary_care=rng.choice(staff.doctors),
         comorbidities=rng.sample(_COMORBIDITIES, rng.randint(1, 4)),
         home_medications=rng.sample(_HOME_MEDICATIONS, rng.randint(2, 6)),
         allergies=rng.sample(_ALLERGIES, rng.randint(0, 2)),
         past_procedure=(rng.choice(_CLASS_CONTENT[main_class].procedures), first_visit.year - rng.randint(1, 15)),
+        past_events=[(event, first_visit.year - rng.randint(1, adult_years))
+                     for event in rng.sample(_PAST_EVENTS, rng.randint(1, 2))],
+        long_standing=(rng.choice(_LONG_STANDING), first_visit.year - rng.randint(1, adult_years)),
+        referrer=rng.choice([other for other in staff.hospitals if other != hospital]),
         facts=facts,
         relative=(relation, relative_first, _phone(rng)),
         study_drug=_study_drug(rng),
@@ -878,6 +985,57 @@ def _age_phrase(age: int, rng: random.Random, caps: bool, male: bool) -> list[Pi
     return [f"a {sex} aged ", _span(str(age), AGE)]
 
 
+def _year(year: int, rng: random.Random, realism: float) -> Piece:
+    """A year as written: '1992', or as nurses often write it, '92."""
+    return _span(f"'{year % 100:02d}" if rng.random() < realism else str(year), DATE)
+
+
+def _dated(event: str, year: int, rng: random.Random, realism: float) -> list[Piece]:
+    """'MI 1992', "MI in '92", 'MI (1992)'."""
+    form = rng.randrange(3)
+    if form == 2:
+        return [f"{event} (", _year(year, rng, realism), ")"]
+    return [event + (" in " if form else " "), _year(year, rng, realism)]
+
+
+def _history(patient: _Patient, rng: random.Random, realism: float) -> list[Piece]:
+    """Past events with their years, then what has lasted since when: "MI '92, TKR 2005, on HD since 2011"."""
+    pieces: list[Piece] = []
+    for event, year in patient.past_events:
+        pieces += [*_dated(event, year, rng, realism), ", "]
+    phrase, since = patient.long_standing
+    return [*pieces, f"{phrase} since ", _year(since, rng, realism)]
+
+
+def _transfer(patient: _Patient, rng: random.Random, informal: bool) -> list[Piece]:
+    """Where the patient came from: 'tx from CMH ED', 'transferred from Carney Memorial Hospital', or now and
+    then the generic 'OSH' (outside hospital), which names no one."""
+    if rng.random() < 0.2:
+        return [rng.choice(_GENERIC_TRANSFERS)]
+    return [rng.choice(("tx from ", "transferred from ", "pt from ", "sent from ")),
+            patient.referrer.mention(rng, informal), rng.choice(("", " ED", " for higher level of care"))]
+
+
+def _relative_visit(patient: _Patient, rng: random.Random, informal: bool) -> list[Piece]:
+    """'wife Mary at bedside'; informally 'wife mary at bedside', 'son JOHN called', 'dtr sarah in to visit'."""
+    relation, first, _ = patient.relative
+    if informal:
+        relation = _RELATION_ABBREVIATIONS.get(relation, relation) if rng.random() < 0.4 else relation
+        first = _typed_case(rng)(first)
+    return [f"{relation} ", _span(first, NAME), f" {rng.choice(_VISITS)}"]
+
+
+def _home(patient: _Patient, rng: random.Random, informal: bool) -> list[Piece]:
+    """'lives in Waltham w/ wife'; informally the town in capitals or lower case: 'home to brockton'."""
+    town = _typed_case(rng)(patient.city) if informal else patient.city
+    form = rng.randrange(3)
+    if form == 0:
+        return ["lives in ", _span(town, LOCATION), f" w/ {patient.relative[0]}"]
+    if form == 1:
+        return ["lives in ", _span(town, LOCATION)]
+    return [rng.choice(("plan is d/c home to ", "home to ", "pt from ")), _span(town, LOCATION)]
+
+
 def _join(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
@@ -888,7 +1046,7 @@ def _sentence(text: str) -> str:
 
 
 def _prose_note(patient: _Patient, day: dt.date, problems: Sequence[str], rng: random.Random, staff: _Staff,
-                note: _NoteText) -> None:
+                note: _NoteText, realism: float) -> None:
     """A physician's note. `problems`: the classes of its active problems, the principal one (the label) first."""
     contents = [_CLASS_CONTENT[problem] for problem in problems]
     hospital = patient.hospital if rng.random() < 0.85 else rng.choice(staff.hospitals)
@@ -907,11 +1065,14 @@ def _prose_note(patient: _Patient, day: dt.date, problems: Sequence[str], rng: r
     note.add(heading["history"], *_name_mentions(patient, rng, False), " is ",
              *_age_phrase(patient.age_on(day), rng, False, patient.male), f" with a history of {_join(history)}")
     if rng.random() < 0.5:
-        procedure, year = patient.past_procedure
-        note.add(f", status post {procedure} in ", _span(str(year), DATE))
+        note.add(", status post ", *_dated(*patient.past_procedure, rng, realism))
     symptoms = [symptom for content in contents for symptom in rng.sample(content.symptoms, rng.randint(1, 3))]
     denied = rng.choice([symptom for symptom in rng.choice(contents).symptoms if symptom not in symptoms])
     note.add(f", who {rng.choice(_HISTORY_OPENINGS)} {_join(symptoms)}. {rng.choice(_COURSE_PHRASES)}. ")
+    if rng.random() < 0.3:
+        note.add("Transferred from ", patient.referrer.mention(rng, rng.random() < realism), " for further care. ")
+    if rng.random() < 0.4:
+        note.add("History also notable for ", *_history(patient, rng, realism), ". ")
     if rng.random() < 0.5:
         note.add(rng.choice(_INTERVAL_PHRASES), ". ")
     if rng.random() < 0.5:
@@ -920,6 +1081,8 @@ def _prose_note(patient: _Patient, day: dt.date, problems: Sequence[str], rng: r
         note.add(f"{'He' if patient.male else 'She'} denies {denied}.\n\n")
 
     note.add(heading["social"])
+    if rng.random() < FACT_SHARE:
+        note.add("Lives in ", _span(patient.city, LOCATION), ". ")
     for fact in patient.facts:
         if rng.random() < FACT_SHARE:
             note.add(*fact, " ")
@@ -958,7 +1121,7 @@ def _prose_note(patient: _Patient, day: dt.date, problems: Sequence[str], rng: r
         note.add(" and ", *staff.doctor_for(problem, rng).mention(rng, False))
     note.add(".\n\n")
 
-    _prose_contact_lines(patient, day, rng, hospital, note)
+    _prose_contact_lines(patient, day, rng, hospital, note, realism)
     note.add("Electronically signed by ", *patient.attending.mention(rng, False), " on ",
              _span(_date_text(day, rng, False), DATE))
     if rng.random() < 0.3:
@@ -967,11 +1130,14 @@ def _prose_note(patient: _Patient, day: dt.date, problems: Sequence[str], rng: r
 
 
 def _prose_contact_lines(patient: _Patient, day: dt.date, rng: random.Random, hospital: _Hospital,
-                         note: _NoteText) -> None:
+                         note: _NoteText, realism: float) -> None:
     """Follow-up and registration details: where addresses, phones, e-mails, SSNs and URLs show up."""
     follow_up = day + dt.timedelta(days=rng.choice((7, 10, 14, 21, 28)))
-    note.add("Follow up with ", *patient.primary_care.mention(rng, False), " on ",
-             _span(_date_text(follow_up, rng, False), DATE), "; clinic line ", _span(hospital.phone, PHONE), ". ")
+    note.add("Follow up with ", *patient.primary_care.mention(rng, False))
+    if rng.random() < 0.5:
+        note.add(" at ", hospital.mention(rng, rng.random() < realism))
+    note.add(" on ", _span(_date_text(follow_up, rng, False), DATE), "; clinic line ", _span(hospital.phone, PHONE),
+             ". ")
     if rng.random() < 0.35:
         note.add("Patient can be reached at ", _span(patient.phone, PHONE))
         if rng.random() < 0.5:
@@ -991,16 +1157,19 @@ def _prose_contact_lines(patient: _Patient, day: dt.date, rng: random.Random, ho
 
 
 def _nursing_note(patient: _Patient, day: dt.date, problems: Sequence[str], rng: random.Random, staff: _Staff,
-                  note: _NoteText) -> None:
+                  note: _NoteText, realism: float) -> None:
     """A terse ICU nursing note, written in capitals by the note builder; `problems` as in `_prose_note`."""
     contents = [_CLASS_CONTENT[problem] for problem in problems]
     note.add(rng.choice(_NURSING_OPENINGS), " ", _span(_date_text(day, rng, True), DATE), " ",
              rng.choice(_TIMES), "\n")
-    note.add(*_name_mentions(patient, rng, True), " IS A ", *_age_phrase(patient.age_on(day), rng, True, patient.male),
-             f" W/ HX OF {', '.join(patient.comorbidities)}")
-    procedure, year = patient.past_procedure
+    note.add(*_name_mentions(patient, rng, True), " IS A ", *_age_phrase(patient.age_on(day), rng, True, patient.male))
+    if rng.random() < 0.4:
+        note.add(", ", *_transfer(patient, rng, rng.random() < realism))
+    note.add(f" W/ HX OF {', '.join(patient.comorbidities)}")
     if rng.random() < 0.5:
-        note.add(f", S/P {procedure} (", _span(str(year), DATE), ")")
+        note.add(", S/P ", *_dated(*patient.past_procedure, rng, realism))
+    if rng.random() < 0.5:
+        note.add(", ", *_history(patient, rng, realism))
     if patient.rare_condition and rng.random() < FACT_SHARE:
         note.add(f", {patient.rare_condition}")
     note.add(". ADMITTED ", _span(_date_text(patient.first_visit, rng, True), DATE),
@@ -1020,25 +1189,85 @@ def _nursing_note(patient: _Patient, day: dt.date, problems: Sequence[str], rng:
     if rng.random() < FACT_SHARE:
         note.add(f", {patient.study_drug} PER STUDY PROTOCOL")
     note.add(".\n")
-    relation, relative_first, relative_phone = patient.relative
     note.add("SOCIAL: ")
     if rng.random() < FACT_SHARE:
-        note.add(f"{relation} ", _span(relative_first, NAME), " AT BEDSIDE, UPDATED")
+        note.add(*_relative_visit(patient, rng, rng.random() < realism))
         if rng.random() < 0.4:
-            note.add(", CELL ", _span(relative_phone, PHONE))
+            note.add(", CELL ", _span(patient.relative[2], PHONE))
         note.add(". ")
+    if rng.random() < FACT_SHARE:
+        note.add(*_home(patient, rng, rng.random() < realism), ". ")
     for fact in patient.facts:
         if rng.random() < FACT_SHARE / 2:
             note.add(*fact, " ")
     note.add("\n")
     plans = [plan for content in contents for plan in rng.sample(content.plans, rng.randint(1, 2))]
-    note.add(f"PLAN: {', '.join(plans)}. ", *staff.doctor_for(problems[0], rng).mention(rng, True),
+    note.add(f"PLAN: {', '.join(plans)}. ",
+             *staff.doctor_for(problems[0], rng).mention(rng, True, rng.random() < realism),
              rng.choice((" AWARE", " NOTIFIED", " PAGED, AWARE", " AT BEDSIDE")), ". ",
              rng.choice(_NURSING_CLOSINGS), ".\n")
-    note.add(*rng.choice(staff.nurses).mention(rng, True))
+    nurse = rng.choice(staff.nurses)
+    note.add(*(nurse.signature(rng) if rng.random() < realism else nurse.mention(rng, True)))
 
 
-def _draw_notes(patient: _Patient, staff: _Staff, rng: random.Random) -> list[dict]:
+def _icu_note(patient: _Patient, day: dt.date, problems: Sequence[str], rng: random.Random, staff: _Staff,
+              note: _NoteText, realism: float) -> None:
+    """An ICU nursing note as nurses type it: lower case, charted by body system, with headings and some
+    lines in capitals, identifiers written informally, and a signature; `problems` as in `_prose_note`."""
+    contents = [_CLASS_CONTENT[problem] for problem in problems]
+    heading_case = str.upper if rng.random() < 0.6 else _as_written
+
+    def line(*pieces: Piece) -> None:
+        note.add(*(_recase(pieces, str.upper) if rng.random() < CAPS_LINE_SHARE else pieces), "\n")
+
+    def informal() -> bool:
+        return rng.random() < realism
+
+    if rng.random() < 0.6:
+        line(rng.choice(_ICU_OPENINGS), " ", _span(_date_text(day, rng, True), DATE))
+    else:
+        line(rng.choice(_ICU_OPENINGS))
+    subject = [f"{patient.title.lower()} ", _span(patient.last.lower(), NAME)] if rng.random() < 0.3 else ["pt"]
+    summary = [*subject, " is a ", _span(str(patient.age_on(day)), AGE),
+               f" {rng.choice(('yo', 'y/o'))} {'m' if patient.male else 'f'}"]
+    if rng.random() < 0.7:
+        summary += [" ", *_transfer(patient, rng, informal())]
+    summary += [f" w/ hx {', '.join(patient.comorbidities[:2])}, ", *_history(patient, rng, realism),
+                ". admitted ", _span(_date_text(patient.first_visit, rng, True), DATE),
+                f" w/ {', '.join(rng.choice(content.diagnoses) for content in contents)}."]
+    line(*summary)
+    for heading, system in _SYSTEMS:
+        if system in problems:
+            observations = rng.sample(_CLASS_CONTENT[system].nursing, rng.randint(2, 3))
+        else:
+            observations = [rng.choice(_UNREMARKABLE[system])]
+        line(heading_case(heading), ": ", ". ".join(observations), ".")
+    for heading, observations in _OTHER_SYSTEMS:
+        if rng.random() < 0.5:
+            line(heading_case(heading), ": ", rng.choice(observations), ".")
+    medications = [rng.choice(content.medications) for content in contents]
+    line(heading_case("meds"), f": {', '.join(medications)} as ordered.")
+    social: list[Piece] = []
+    if rng.random() < FACT_SHARE:
+        social += [*_relative_visit(patient, rng, informal()), ". "]
+    if rng.random() < FACT_SHARE:
+        social += [*_home(patient, rng, informal()), ". "]
+    for fact in patient.facts:
+        if rng.random() < FACT_SHARE / 2:
+            social += [*fact, " "]
+    if social:
+        line(heading_case("social"), ": ", *social)
+    plans = [plan for content in contents for plan in rng.sample(content.plans, rng.randint(1, 2))]
+    back = [", ?d/c back to ", patient.referrer.mention(rng, informal())] if rng.random() < 0.3 else []
+    line(heading_case("plan"), f": {', '.join(plans)}", *back, ". ",
+         *staff.doctor_for(problems[0], rng).mention(rng, False, informal()),
+         rng.choice((" aware", " notified", " paged, aware", " in to see pt")), ". ",
+         rng.choice(_NURSING_CLOSINGS), ".")
+    nurse = rng.choice(staff.nurses)
+    note.add(*(nurse.signature(rng) if informal() else nurse.mention(rng, False)))
+
+
+def _draw_notes(patient: _Patient, staff: _Staff, rng: random.Random, realism: float) -> list[dict]:
     records = []
     day = patient.first_visit
     for k in range(1, patient.n_notes + 1):
@@ -1046,9 +1275,14 @@ def _draw_notes(patient: _Patient, staff: _Staff, rng: random.Random) -> list[di
         problems = [note_class]
         if rng.random() < SECOND_PROBLEM_SHARE:
             problems.append(rng.choice([other for other in CLASSES if other != note_class]))
-        caps = rng.random() < CAPS_NOTE_SHARE
+        if rng.random() >= NURSING_NOTE_SHARE:
+            write, caps = _prose_note, False
+        elif rng.random() < realism:
+            write, caps = _icu_note, False
+        else:
+            write, caps = _nursing_note, True
         note = _NoteText(caps)
-        (_nursing_note if caps else _prose_note)(patient, day, problems, rng, staff, note)
+        write(patient, day, problems, rng, staff, note, realism)
         records.append({
             "doc_id": f"{patient.user_id}-{k:02d}",
             "user_id": patient.user_id,
@@ -1060,18 +1294,21 @@ def _draw_notes(patient: _Patient, staff: _Staff, rng: random.Random) -> list[di
     return records
 
 
-def generate_corpus(n_users: int, seed: int = 0) -> list[dict]:
-    """Notes of `n_users` synthetic patients (3 to 12 each), identical for the same (n_users, seed).
+def generate_corpus(n_users: int, seed: int = 0, realism: float = REALISM) -> list[dict]:
+    """Notes of `n_users` synthetic patients (3 to 12 each), identical for the same (n_users, seed, realism).
 
     Patient i depends only on (seed, i): a corpus of more patients extends a smaller one unchanged.
+    `realism` (0 to 1) is the chance that a mention is written as in real ICU notes (module docstring).
     """
+    if not 0 <= realism <= 1:
+        raise ValueError(f"realism must be between 0 and 1, got {realism}")
     fake = Faker("en_US")
     staff = _draw_staff(seed, fake)
     records: list[dict] = []
     for index in range(n_users):
         rng = random.Random(f"ppmlm-synth-patient:{seed}:{index}")
         patient = _draw_patient(seed, index, fake, staff, rng)
-        records.extend(_draw_notes(patient, staff, rng))
+        records.extend(_draw_notes(patient, staff, rng, realism))
     return records
 
 
