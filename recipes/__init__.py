@@ -1,0 +1,1 @@
+"""The training recipes (Hydra configs), installed as the package data of `ppmlm.recipes`."""
