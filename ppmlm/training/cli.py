@@ -1,36 +1,132 @@
-"""Hydra composition shared by `python train.py`, `accelerate launch train.py` and `ppmlm train`."""
+"""Hydra composition shared by `python train.py`, `accelerate launch train.py` and `ppmlm train`.
+
+The recipes come from one folder: the packaged recipes (`recipes/` of the repository, installed as
+`ppmlm.recipes`), or the user's own folder given with `--config-dir`, which holds its own config.yaml and the
+recipe/*.yaml it uses. A `recipes/` folder in the working directory is never read implicitly: reading it
+would make a run depend on where it was started; a note says how to use it.
+
+Composition errors (an unknown recipe, an unknown key, a malformed override) are one-line PPMLMErrors.
+"""
 from __future__ import annotations
 
+import difflib
 import os
+import sys
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
+from hydra.errors import HydraException, MissingConfigException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from ppmlm.errors import PPMLMError
+from ppmlm.resources import recipes_folder
 
 # `${dp_suffix:${train.dp.enabled}}` in recipes/config.yaml: a DP run of a variant gets its own directory.
 OmegaConf.register_new_resolver("dp_suffix", lambda enabled: "-dp" if enabled else "", replace=True)
 
-
-def recipes_dir() -> Path:
-    """recipes/ in the working directory, else the one beside the package (a source checkout)."""
-    for candidate in (Path.cwd() / "recipes", Path(__file__).resolve().parents[2] / "recipes"):
-        if (candidate / "config.yaml").exists():
-            return candidate
-    raise PPMLMError("no recipes/config.yaml here or beside the ppmlm package; run from the project directory")
+OVERRIDE_FORMS = "key=value to change a key, +key=value to add one, ~key to delete one"
 
 
-def compose_config(overrides: list[str]):
-    with initialize_config_dir(config_dir=str(recipes_dir()), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides))
+def config_folder(config_dir: str | Path | None = None) -> Path:
+    """The user's recipe folder when given (it must hold config.yaml), else the packaged recipes."""
+    if config_dir is None:
+        note_unread_local_recipes()
+        return recipes_folder()
+    folder = Path(config_dir).expanduser().resolve()
+    if not (folder / "config.yaml").is_file():
+        raise PPMLMError(f"--config-dir {config_dir}: {folder} has no config.yaml (a recipe folder holds config.yaml "
+                         f"and recipe/*.yaml; start from a copy of the packaged one, {recipes_folder()})")
+    return folder
 
 
-def train_from_overrides(overrides: list[str]):
+def note_unread_local_recipes() -> None:
+    """Say so when ./recipes is not the packaged folder: a run started there once read it implicitly."""
+    local = Path("recipes")
+    if (local / "config.yaml").is_file() and local.resolve() != recipes_folder().resolve():
+        print(f"note: training with the packaged recipes ({recipes_folder()}); ./recipes is read only with "
+              "--config-dir recipes", file=sys.stderr)
+
+
+def compose_config(overrides: list[str], config_dir: str | Path | None = None) -> DictConfig:
+    """config.yaml of the recipe folder with the overrides applied, every interpolation checked."""
+    folder = config_folder(config_dir)
+    parsed = parse_overrides(overrides)
+    try:
+        with initialize_config_dir(config_dir=str(folder), version_base="1.3"):
+            cfg = compose(config_name="config", overrides=list(overrides))
+    except MissingConfigException as error:
+        raise PPMLMError(missing_config_message(error, folder)) from None
+    except (HydraException, ValueError) as error:  # Hydra raises ValueError for a group set to null
+        raise PPMLMError(composition_message(error, parsed, folder)) from None
+    try:
+        OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException as error:
+        raise PPMLMError(f"{error.full_key}: {str(error).splitlines()[0]}") from None
+    return cfg
+
+
+def parse_overrides(overrides: list[str]) -> list[Override]:
+    """Each override parsed alone, so that a malformed one is named; sweeps refused (a run trains once)."""
+    parser = OverridesParser.create()
+    parsed = []
+    for text in overrides:
+        try:
+            override = parser.parse_override(text)
+        except HydraException as error:  # OverrideParseException, or the grammar's own syntax error
+            raise PPMLMError(f"malformed override {text!r}: {parse_failure(error)}; write {OVERRIDE_FORMS} "
+                             "(quote a value holding spaces, commas or brackets)") from None
+        if override.is_sweep_override():
+            raise PPMLMError(f"{text}: several values are a sweep, and a run trains once; write key=[a,b] for a "
+                             "list or key='a,b' for a string")
+        parsed.append(override)
+    return parsed
+
+
+def parse_failure(error: HydraException) -> str:
+    """The parser's reason, without Hydra's header, its link and the grammar's list of expected tokens."""
+    lines = [line for line in str(error).splitlines() if not line.startswith(("Error parsing override", "See "))]
+    return (lines[0] if lines else "not an override").split(" expecting {")[0]
+
+
+def missing_config_message(error: MissingConfigException, folder: Path) -> str:
+    group, _, name = (error.missing_cfg_file or "").rpartition("/")
+    if not group:
+        return one_line(error)
+    allowed = sorted(path.stem for path in (folder / group).glob("*.yaml"))
+    if not allowed:
+        return f"{group}={name}: no such {group}; {folder / group} holds no {group} files (NAME.yaml)"
+    return f"{group}={name}: no such {group}; choose one of {', '.join(allowed)} (the files in {folder / group})"
+
+
+def composition_message(error: Exception, parsed: list[Override], folder: Path) -> str:
+    cause = error.__cause__
+    if not isinstance(cause, (ConfigAttributeError, ConfigKeyError)) or not cause.full_key:
+        return one_line(error)
+    override = next((o for o in parsed if o.key_or_group == cause.full_key
+                     or o.key_or_group.startswith(cause.full_key + ".")), None)
+    given = override.input_line if override else cause.full_key
+    siblings = list(cause.parent_node.keys()) if isinstance(cause.parent_node, DictConfig) else []
+    close = difflib.get_close_matches(str(cause.key), siblings, n=1)
+    parent = cause.full_key.rpartition(".")[0]
+    suggestion = f"did you mean {parent + '.' if parent else ''}{close[0]}? " if close else ""
+    return (f"{given}: {cause.full_key} is not a key of {folder / 'config.yaml'} or its recipe; {suggestion}"
+            f"to add a new key write +{given.lstrip('+')}")
+
+
+def one_line(error: Exception) -> str:
+    """Hydra's message on one line, without the config search path it appends."""
+    message = str(error).split("Config search path:")[0]
+    return "; ".join(line.strip() for line in message.splitlines() if line.strip())
+
+
+def train_from_overrides(overrides: list[str], config_dir: str | Path | None = None):
     """Masked-LM fine-tuning with a recipe, or the downstream classifier when the config says task: classify."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the Hub: every model is local
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    cfg = compose_config(overrides)
+    cfg = compose_config(overrides, config_dir)
     if cfg.task == "classify":
         from ppmlm.downstream.classify import train_classifier
 
