@@ -105,8 +105,9 @@ def test_privacy_score_and_identifier_count_by_hand():
     predicted = Counter({"ann": 3, "common": 10, "far": 1})
     result = privacy_score(identifiers, {"ann", "zed", "q7", "common"}, predicted, {"ann": 5, "far": 2, "zed": 1})
     assert (result["identifiers"], result["leaked"]) == (3, 1) and result["score"] == pytest.approx(2 / 3)
-    assert result["direct"] == {"identifiers": 2, "leaked": 1, "score": 0.5}
-    assert result["indirect"] == {"identifiers": 2, "leaked": 0, "score": 1.0}
+    assert {k: result["direct"][k] for k in ("identifiers", "leaked", "score")} == {"identifiers": 2, "leaked": 1, "score": 0.5}
+    assert {k: result["indirect"][k] for k in ("identifiers", "leaked", "score")} == {"identifiers": 2, "leaked": 0, "score": 1.0}
+    assert result["indirect"]["score_ci"][1] == 1.0 and 0 < result["indirect"]["score_ci"][0] < 1.0
     assert result["leaked_elsewhere"] == 1 and result["ngram_identifiers_not_scored"] == 2
     assert result["regurgitation"] == {"training_occurrences": [2, 5], "predictions": [1, 3]}
     assert privacy_score(identifiers, set(), predicted, {})["score"] == 1.0  # nothing audited: nothing leaked
@@ -192,10 +193,10 @@ def memorized(setup, variant: str):
     return objective.model
 
 
-def test_memorizing_model_leaks_identifiers_and_protected_model_does_not(memorization_setup, tmp_path):
+def test_memorizing_model_leaks_identifiers_and_protected_model_does_not(memorization_setup, protected_model, tmp_path):
     setup = memorization_setup
     config = AuditConfig(max_length=64, max_users_per_side=None, max_chunks_per_user=None, **QUIET)
-    plain, protected = memorized(setup, "mlm"), memorized(setup, "ppmlm")
+    plain, protected = memorized(setup, "mlm"), protected_model
     states = torch.get_rng_state(), np.random.get_state()[1].copy(), random.getstate()
     leaky = run_audit(plain, setup.tokenizer, setup.corpus, setup.split, setup.blacklist, tmp_path / "mlm", 1, config)
     assert torch.equal(states[0], torch.get_rng_state()) and np.array_equal(states[1], np.random.get_state()[1])
@@ -220,6 +221,42 @@ def test_memorizing_model_leaks_identifiers_and_protected_model_does_not(memoriz
                           reference=protected)
     assert each_word["audited"]["maskings_per_sample"] == "each word"
     assert each_word["attacks"]["likelihood_ratio"]["sample"]["members"] == 2
+
+
+@pytest.fixture(scope="module")
+def protected_model(memorization_setup):
+    return memorized(memorization_setup, "ppmlm")
+
+
+def test_a_leak_the_blacklist_misses_is_found_by_the_independent_audit(memorization_setup, protected_model, tmp_path):
+    """Gold spans say that "nurse" names someone in every member note; the blacklist (built without them)
+    does not protect it, so the protected model learns and predicts it. Today's score, graded with the
+    blacklist's own answer key, sees nothing; the independent audit counts the leak."""
+    setup = memorization_setup
+    gold = [[{"start": m.start(), "end": m.end(), "label": "NAME"} for m in re.finditer(r"\bnurse\b", text)]
+            for text in setup.corpus["text"]]
+    corpus = setup.corpus.add_column("phi", gold)
+    config = AuditConfig(max_length=64, max_users_per_side=None, max_chunks_per_user=None, identifiers_from="phi",
+                         bootstrap_resamples=200, **QUIET)
+    figures = run_audit(protected_model, setup.tokenizer, corpus, setup.split, setup.blacklist, tmp_path / "gold", 1, config)
+    assert figures["privacy"]["score"] == 1.0 and figures["privacy"]["score_ci"][1] == 1.0
+    independent = figures["privacy_independent"]
+    assert independent["source"] == "gold spans of corpus column 'phi'"
+    assert (independent["identifiers"], independent["leaked"], independent["score"]) == (1, 1, 0.0)
+    assert independent["missed_by_blacklist"] == {"identifiers": 1, "leaked": 1}
+    assert independent["by_label"]["NAME"]["leaked"] == 1 and independent["direct"]["leaked"] == 1
+    assert "missed by the training blacklist" in (tmp_path / "gold" / "report.html").read_text()
+
+    setup.blacklist.save(tmp_path / "same-blacklist")  # the training blacklist as the answer key: nothing missed
+    again = run_audit(protected_model, setup.tokenizer, corpus, setup.split, setup.blacklist, tmp_path / "same", 1,
+                      AuditConfig(max_length=64, identifiers_from=str(tmp_path / "same-blacklist"), **QUIET))
+    assert again["privacy_independent"]["missed_by_blacklist"] == {"identifiers": 0, "leaked": 0}
+    assert again["privacy_independent"]["score"] == again["privacy"]["score"]
+    assert run_audit(protected_model, setup.tokenizer, setup.corpus, setup.split, setup.blacklist, tmp_path / "auto", 1,
+                     AuditConfig(max_length=64, **QUIET))["privacy_independent"] is None  # auto: no phi column, no block
+    with pytest.raises(PPMLMError, match="no such column"):
+        run_audit(protected_model, setup.tokenizer, setup.corpus, setup.split, setup.blacklist, tmp_path / "x", 1,
+                  AuditConfig(max_length=64, identifiers_from="gold", **QUIET))
 
 
 def test_reference_configuration_and_cache(tmp_path):
@@ -291,6 +328,19 @@ def test_ppmlm_audit_writes_every_output_and_reproduces_the_api(audited_run):
         for level in ("sample", "user"):
             result = figures["attacks"][attack][level]
             assert 0 <= result["auc"] <= 1 and set(result["tpr_at_fpr"]) == {"0.001", "0.01", "0.1"}
+            assert result["auc_ci"][0] <= result["auc"] <= result["auc_ci"][1] and len(result["advantage_ci"]) == 2
+            for fpr, needs in (("0.001", 1000), ("0.01", 100), ("0.1", 10)):  # a few users: unresolved cells are null
+                if result["non_members"] < needs:
+                    assert result["tpr_at_fpr"][fpr] is None and result["tpr_at_fpr_ci"][fpr] is None
+                    assert result["unresolved"][fpr]["needs_non_members"] == needs
+                else:
+                    assert result["tpr_at_fpr_ci"][fpr][0] <= result["tpr_at_fpr"][fpr] <= result["tpr_at_fpr_ci"][fpr][1]
+    assert figures["privacy"]["score_ci"][0] <= figures["privacy"]["score"] <= figures["privacy"]["score_ci"][1]
+    independent = figures["privacy_independent"]  # the synthetic corpus has gold spans (phi): audited by default
+    assert independent["source"] == "gold spans of corpus column 'phi'" and independent["identifiers"] > 0
+    assert set(independent["missed_by_blacklist"]) == {"identifiers", "leaked"}
+    report = (out / "report.html").read_text()
+    assert report.index("Verdict of the sharing policy") < report.index("<h2>Summary") and "not resolved (needs" in report
     assert figures["attacks"]["identifier_count"]["user"] is not None
     assert "audit epoch 2: utility" in audited_run.logs
     for key in ("audited", "utility", "privacy", "attacks"):  # same checkpoint, same figures
@@ -390,7 +440,8 @@ def test_no_identifier_appears_in_any_output(audited_run):
     probe = sorted(searched)[0]
     assert probe in set(segmenter(f"a leak: {probe}.").terms)  # the search finds a term where there is one
     template = "\n".join(p.read_text() for p in (ROOT / "ppmlm" / "audit").rglob("*.py")) + str(audited_run.tmp)
-    allowed = set(segmenter(template).terms)
+    categories = {span["label"] for spans in load_corpus(audited_run.corpus)["phi"] for span in spans}  # the annotation scheme
+    allowed = set(segmenter(template + " " + " ".join(categories)).terms)
 
     texts = {"logs": [audited_run.logs]}
     for path in audited_run.out.iterdir():
@@ -423,7 +474,10 @@ def test_report_renders_in_headless_chromium(audited_run, tmp_path):
         header, _, payload = source.partition(",")
         assert header == "data:image/png;base64" and base64.b64decode(payload).startswith(b"\x89PNG\r\n\x1a\n")
         assert len(payload) > 5000
-    assert {"summary", "attacks", "sizes"} <= set(page.tables) and page.rows >= 10
+    assert {"checks", "summary", "attacks", "sizes"} <= set(page.tables) and page.rows >= 10
+    text = " ".join(page.text)
+    assert text.index("Verdict of the sharing policy") < text.index("Summary")  # the verdict comes first
+    assert "not resolved (needs ≥ 1000 non-members)" in text
 
     shot = tmp_path / "report.png"
     subprocess.run([browser, *flags, "--window-size=1200,2400", f"--screenshot={shot}", url], capture_output=True, timeout=120)

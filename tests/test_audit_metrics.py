@@ -6,8 +6,11 @@ import pytest
 from scipy.stats import norm
 from sklearn.metrics import roc_auc_score, roc_curve as sklearn_roc_curve
 
+from ppmlm.audit.attacks import tpr_text
+from ppmlm.audit.identifiers import leak_share
 from ppmlm.audit.metrics import load_metric
-from ppmlm.audit.roc import advantage, auc, roc_curve, tpr_at_fpr
+from ppmlm.audit.roc import (advantage, auc, bootstrap_weights, non_members_needed, roc_curve, roc_figures, tpr_at_fpr,
+                             weighted_curves)
 
 LEVELS = (0.001, 0.01, 0.1)
 
@@ -87,3 +90,61 @@ def test_masked_word_accuracy_counts_whole_words():
     assert result == {"masked_word_accuracy": pytest.approx(2 / 3), "words": 3}
     with pytest.raises(ValueError, match="subwords"):
         compute("masked_word_accuracy", [[5]], [[5, 6]])
+
+
+def test_weighted_curves_with_unit_weights_are_the_curve(tied_scores):
+    scores, labels = tied_scores
+    fpr, tpr, _ = roc_curve(scores, labels)
+    batch_fpr, batch_tpr = weighted_curves(scores, labels, np.ones((2, len(scores))))
+    np.testing.assert_allclose(batch_fpr[1], fpr)
+    np.testing.assert_allclose(batch_tpr[0], tpr)
+    figures = roc_figures(scores, labels, np.arange(len(scores)), LEVELS, 200, 0.95, seed=0)
+    assert figures["auc"] == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
+    assert figures["tpr_at_fpr"]["0.1"] == pytest.approx(tpr_at_fpr(fpr, tpr, 0.1))
+    assert figures["auc_ci"][0] < figures["auc"] < figures["auc_ci"][1]
+    assert figures == roc_figures(scores, labels, np.arange(len(scores)), LEVELS, 200, 0.95, seed=0)  # seeded
+
+
+def test_unresolved_levels_are_null_with_the_reason():
+    """With 50 non-members, FPR 1% and 0.1% cannot be resolved (they need 100 and 1000): no number, a reason."""
+    rng = np.random.default_rng(3)
+    labels = np.r_[np.ones(40, dtype=int), np.zeros(50, dtype=int)]
+    figures = roc_figures(rng.normal(labels, 1.0), labels, np.arange(90), LEVELS, 100, 0.95, seed=1)
+    assert figures["tpr_at_fpr"]["0.001"] is None and figures["tpr_at_fpr"]["0.01"] is None
+    assert figures["tpr_at_fpr_ci"]["0.01"] is None and figures["tpr_at_fpr"]["0.1"] is not None
+    assert figures["unresolved"]["0.01"]["needs_non_members"] == 100 and "50 non-members" in figures["unresolved"]["0.01"]["reason"]
+    assert set(figures["unresolved"]) == {"0.001", "0.01"}
+    assert tpr_text(figures, "0.001") == "not resolved (needs ≥ 1000 non-members)"
+    assert non_members_needed(0.1) == 10 and non_members_needed(0.01) == 100
+
+
+def test_cluster_bootstrap_draws_whole_users_per_class():
+    groups = np.array(["a", "a", "b", "c", "c", "c", "d"])
+    labels = np.array([1, 1, 1, 0, 0, 0, 0])
+    weights = bootstrap_weights(groups, labels, 50, np.random.default_rng(0))
+    assert (weights[:, 0] == weights[:, 1]).all() and (weights[:, 3] == weights[:, 5]).all()  # a user comes whole
+    assert ((weights[:, 0] + weights[:, 2]) == 2).all() and ((weights[:, 3] + weights[:, 6]) == 2).all()
+
+
+def test_auc_intervals_cover_the_true_auc():
+    """95% intervals over 200 seeded audits of N(0.8, 1) members against N(0, 1) non-members (60 each)
+    contain the true AUC Phi(0.8 / sqrt 2) in 90 to 99% of them."""
+    true_auc = norm.cdf(0.8 / math.sqrt(2))
+    rng = np.random.default_rng(2026)
+    labels = np.r_[np.ones(60, dtype=int), np.zeros(60, dtype=int)]
+    covered = 0
+    for trial in range(200):
+        scores = rng.normal(0.8 * labels, 1.0)
+        low, high = roc_figures(scores, labels, np.arange(120), (0.1,), 400, 0.95, seed=trial)["auc_ci"]
+        covered += low <= true_auc <= high
+    assert 180 <= covered <= 198, covered
+
+
+def test_privacy_score_interval_is_exact_binomial():
+    from scipy.stats import binomtest
+
+    share = leak_share({f"w{i}" for i in range(40)}, {"w1", "w2"}, 0.95)
+    low, high = binomtest(2, 40).proportion_ci(0.95, method="exact")
+    assert share["score"] == pytest.approx(0.95) and share["score_ci"] == pytest.approx([1 - high, 1 - low])
+    assert leak_share(set(), set(), 0.95)["score_ci"] is None
+    assert leak_share({"a"}, set(), 0.95)["score_ci"][1] == 1.0

@@ -15,6 +15,7 @@ import torch
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file
 
+from ppmlm.audit.attacks import tpr_text, with_interval
 from ppmlm.audit.outputs import SIGNATURE, audit_secret, signature
 from ppmlm.cli import main
 from ppmlm.corpus.split import UserSplit
@@ -22,6 +23,7 @@ from ppmlm.errors import PPMLMError
 from ppmlm.identifiers.blacklist import Blacklist
 from ppmlm.models import weights_digests
 from ppmlm.sharing import PolicyError, SharingPolicy, UnverifiedAuditError, build_model_card, load_run_checkpoint, push_run
+from ppmlm.sharing.policy import Check, outcome
 
 TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
 LENIENT = SharingPolicy(min_privacy_score=0.0, max_tpr_at_1pct_fpr=dict.fromkeys(SharingPolicy().max_tpr_at_1pct_fpr, 1.0))
@@ -80,27 +82,42 @@ def test_default_policy_is_the_one_in_recipes_config():
     assert SharingPolicy.from_config(compose_config([]).share) == SharingPolicy() == SharingPolicy.from_config(None)
 
 
-def test_policy_checks_thresholds_and_refuses_missing_figures():
-    figures = {"privacy": {"score": 0.995, "direct": {"score": 0.98}, "indirect": {"score": 1.0}},
-               "attacks": {"loss": {"sample": {"tpr_at_fpr": {"0.01": 0.05}}, "user": {"tpr_at_fpr": {"0.01": 0.2}}},
+def test_policy_checks_intervals_against_thresholds_and_refuses_missing_figures():
+    """A check passes only when the figure's whole interval meets its threshold; an interval across the
+    threshold is inconclusive, a level the audit could not resolve is unknown, a missing figure fails."""
+    unresolved = {"0.01": {"needs_non_members": 100, "reason": "5 non-members"}}
+    figures = {"privacy": {"score": 0.995, "score_ci": [0.992, 0.999], "direct": {"score": 0.98, "score_ci": [0.96, 0.985]},
+                           "indirect": {"score": 1.0, "score_ci": [0.995, 1.0]}},
+               "attacks": {"loss": {"sample": {"tpr_at_fpr": {"0.01": 0.05}, "tpr_at_fpr_ci": {"0.01": [0.0, 0.08]}},
+                                    "user": {"tpr_at_fpr": {"0.01": 0.2}, "tpr_at_fpr_ci": {"0.01": [0.15, 0.3]}}},
                            "likelihood_ratio": {"sample": None, "user": None},
-                           "identifier_count": {"user": {"tpr_at_fpr": {"0.01": 0.0}}}}}
+                           "identifier_count": {"user": {"tpr_at_fpr": {"0.01": None}, "unresolved": unresolved}},
+                           "identifier_share": {"user": {"tpr_at_fpr": {"0.01": 0.05}, "tpr_at_fpr_ci": {"0.01": [0.0, 0.3]}}}}}
     checks = {c.figure: c for c in SharingPolicy().check(figures)}
     assert list(checks) == ["privacy score", "privacy score (direct)", "privacy score (indirect)",
+                            "privacy score (independent identifiers)",
                             "loss TPR at 1% FPR (sample)", "loss TPR at 1% FPR (user)", "likelihood_ratio TPR at 1% FPR (sample)",
                             "likelihood_ratio TPR at 1% FPR (user)", "identifier_count TPR at 1% FPR (user)",
                             "identifier_share TPR at 1% FPR (user)"]
-    assert {name for name, c in checks.items() if not c.passed} == {
-        "privacy score (direct)", "loss TPR at 1% FPR (user)", "likelihood_ratio TPR at 1% FPR (sample)",
-        "likelihood_ratio TPR at 1% FPR (user)", "identifier_share TPR at 1% FPR (user)"}  # skipped or absent: not measured
-    assert checks["loss TPR at 1% FPR (user)"].describe() == "loss TPR at 1% FPR (user) 0.2 > 0.1"
-    assert checks["privacy score (direct)"].describe() == "privacy score (direct) 0.98 < 0.99"
-    assert checks["likelihood_ratio TPR at 1% FPR (user)"].status == "not measured"
+    assert {name: c.status for name, c in checks.items() if not c.passed} == {
+        "privacy score (direct)": "FAIL", "loss TPR at 1% FPR (user)": "FAIL",
+        "likelihood_ratio TPR at 1% FPR (sample)": "not measured", "likelihood_ratio TPR at 1% FPR (user)": "not measured",
+        "identifier_count TPR at 1% FPR (user)": "not resolved", "identifier_share TPR at 1% FPR (user)": "inconclusive"}
+    assert checks["loss TPR at 1% FPR (user)"].describe() == "loss TPR at 1% FPR (user) 0.2 > 0.1 (interval 0.2 [0.15, 0.3])"
+    assert checks["privacy score (direct)"].describe().startswith("privacy score (direct) 0.98 < 0.99")
+    assert checks["identifier_count TPR at 1% FPR (user)"].measured == "not resolved (needs ≥ 100 non-members)"
+    assert checks["privacy score (independent identifiers)"].status == "not checked"  # by default
+    independent = SharingPolicy(min_independent_privacy_score=0.9).check(figures)[3]
+    assert independent.status == "not measured" and not independent.passed  # required, but the audit had no such set
+    assert outcome(list(checks.values())) == "failed"
+    assert Check("x", 0.05, 0.1, at_least=False).status == "inconclusive"  # no interval: its uncertainty is unknown
 
-    relaxed = SharingPolicy().with_command_line("0.95", ["0.25", "likelihood_ratio=none", "identifier_share=none"])
-    assert relaxed.min_privacy_score == 0.95 and relaxed.max_tpr_at_1pct_fpr["loss"] == 0.25
+    relaxed = SharingPolicy().with_command_line("0.95", ["0.3", "likelihood_ratio=none", "identifier_count=1"])
+    assert relaxed.min_privacy_score == 0.95 and relaxed.max_tpr_at_1pct_fpr["loss"] == 0.3
     statuses = {c.figure: c.status for c in relaxed.check(figures)}
     assert statuses["likelihood_ratio TPR at 1% FPR (user)"] == "not checked" and all(c.passed for c in relaxed.check(figures))
+    assert statuses["identifier_count TPR at 1% FPR (user)"] == "pass"  # unknown, but any TPR meets <= 1
+    assert outcome(SharingPolicy().with_command_line("0.95", ["0.3", "likelihood_ratio=none"]).check(figures)) == "inconclusive"
     for bad in (lambda: SharingPolicy().with_command_line(None, ["membership=0.1"]),
                 lambda: SharingPolicy().with_command_line("1.5"), lambda: SharingPolicy().with_command_line(None, ["lots"]),
                 lambda: SharingPolicy.from_config({"max_tpr_at_1pct_fpr": {"gradient": 0.1}})):
@@ -129,11 +146,13 @@ def test_local_export_reloads_and_its_card_carries_the_audit(audited_run, tmp_pa
     assert results["privacy score (identifiers never predicted)"] == round(figures["privacy"]["score"], 4)
     text = card.text
     assert "k = 2" in text and "n = 1" in text and "epoch 1 of 1" in text and "**passed**" in text
-    assert f"{figures['privacy']['score']:.4f} ({figures['privacy']['leaked']} of {figures['privacy']['identifiers']}" in text
+    privacy = figures["privacy"]
+    assert f"{with_interval(privacy['score'], privacy['score_ci'], 4)} ({privacy['leaked']} of {privacy['identifiers']}" in text
     for attack, name in (("loss", "loss"), ("likelihood_ratio", "likelihood ratio"), ("identifier_count", "identifier count")):
         for level, result in figures["attacks"][attack].items():
-            tprs = " | ".join(f"{result['tpr_at_fpr'][fpr]:.3f}" for fpr in ("0.001", "0.01", "0.1"))
-            assert f"| {name} | {level} | {result['auc']:.3f} | {tprs} |" in text
+            tprs = " | ".join(tpr_text(result, fpr) for fpr in ("0.001", "0.01", "0.1"))
+            assert f"| {name} | {level} | {with_interval(result['auc'], result['auc_ci'])} | {tprs} |" in text
+            assert result["tpr_at_fpr"]["0.001"] is None and "not resolved (needs ≥ 1000 non-members)" in tprs
     assert f"{figures['audited']['member_users']} member users" in text and "Sharing policy overridden" not in text
     [(name, digest)] = weights_digests(out).items()  # the card names the exported weights by their sha256
     assert f"| weights file `{name}` | `{digest}` |" in text and digest == figures["measured"]["weights"][name]
@@ -141,7 +160,7 @@ def test_local_export_reloads_and_its_card_carries_the_audit(audited_run, tmp_pa
     assert f"`{UserSplit.load(audited_run.run / 'split.json').digest()}`" in text and "Not verified" not in text
 
 
-def words_without_the_corpus(shared, checks) -> set[str]:
+def words_without_the_corpus(shared, checks, forced: bool) -> set[str]:
     """Words of the card of the same run with every audit figure blanked (numbers 0, strings empty): what the
     card says whatever the corpus, i.e. the words of its template and of the run's settings."""
     def blank(value):
@@ -151,7 +170,7 @@ def words_without_the_corpus(shared, checks) -> set[str]:
             return [blank(item) for item in value]
         return "" if isinstance(value, str) else value if value is None or isinstance(value, bool) else 0
 
-    card = build_model_card(replace(shared, figures=blank(shared.figures), training_users=0), checks, "org/tiny-ppmlm")
+    card = build_model_card(replace(shared, figures=blank(shared.figures), training_users=0), checks, "org/tiny-ppmlm", forced)
     return {word.lower() for word in re.findall(r"\w+", str(card))}
 
 
@@ -164,7 +183,7 @@ def test_no_blacklisted_term_in_any_exported_text_file(audited_run, tmp_path):
     # terms are left out. Words the card holds whatever the corpus (its template: "each", "white" are
     # indirect identifiers of the synthetic corpus by chance) or the untrained base model's configuration
     # holds are not leaks either.
-    allowed = words_without_the_corpus(plan.shared, plan.checks)
+    allowed = words_without_the_corpus(plan.shared, plan.checks, plan.forced)
     for name in ("config.json", "tokenizer_config.json"):
         allowed |= {word.lower() for word in re.findall(r"\w+", (default_model_path() / name).read_text())}
     terms = [term for term in audited_run.blacklist.terms if re.search(r"[^\W\d_]", term)]
@@ -190,8 +209,10 @@ def test_refuses_a_checkpoint_without_audit(audited_run, tmp_path, capsys):
 
 
 def test_a_failing_audit_blocks_the_push_and_force_says_so_in_the_card(audited_run, tmp_path, capsys):
-    def members_found(figures):
-        figures["attacks"]["loss"]["user"]["tpr_at_fpr"]["0.01"] = 0.5
+    def members_found(figures):  # as a larger audit (one resolving FPR 1%) could find
+        loss = figures["attacks"]["loss"]["user"]
+        loss["tpr_at_fpr"]["0.01"], loss["tpr_at_fpr_ci"]["0.01"] = 0.5, [0.3, 0.7]
+        loss["unresolved"].pop("0.01")
         figures["attacks"]["likelihood_ratio"] = {"sample": None, "user": None}  # as when no reference was given
 
     run = edited_copy(audited_run.run, tmp_path / "run", members_found)
@@ -209,7 +230,7 @@ def test_a_failing_audit_blocks_the_push_and_force_says_so_in_the_card(audited_r
     card = ModelCard.load(out / "README.md").text
     assert "Sharing policy overridden" in card and "loss TPR at 1% FPR (user) 0.5 > 0.1" in card
     assert "| likelihood ratio | sample | not measured |" in card
-    assert "| likelihood_ratio TPR at 1% FPR (user) | n/a | not checked |" in card
+    assert "| likelihood_ratio TPR at 1% FPR (user) | not measured | not checked |" in card
 
 
 def test_dry_run_lists_the_export_and_writes_nothing(audited_run, tmp_path, monkeypatch, capsys):

@@ -10,35 +10,29 @@ A user's loss and likelihood-ratio scores are the means over their samples (Jaga
 """
 from __future__ import annotations
 
-from ppmlm.audit.metrics import load_metric
+from ppmlm.audit.roc import roc_figures
 
 SAMPLE_ATTACKS = ("loss", "likelihood_ratio")
 USER_ATTACKS = ("loss", "likelihood_ratio", "identifier_count", "identifier_share")
 
 
-def attack_figures(rows: list[dict], attack: str, levels) -> dict | None:
-    """AUC, TPR at each FPR level and best advantage of `<attack>_score` over rows with a `member` label;
-    None when the attack has no score (no reference model) or a class is missing."""
+def attack_figures(rows: list[dict], attack: str, config) -> dict | None:
+    """AUC, TPR at each FPR level and best advantage of `<attack>_score` over rows with a `member` label, with
+    bootstrap intervals over the rows' users (`config`: an AuditConfig); None when the attack has no score
+    (no reference model) or a class is missing."""
     scored = [row for row in rows if row.get(f"{attack}_score") is not None]
-    scores = [row[f"{attack}_score"] for row in scored]
     labels = [int(row["member"]) for row in scored]
-    members = sum(labels)
-    if members == 0 or members == len(labels):
+    if sum(labels) in (0, len(labels)):
         return None
-    return {
-        "auc": load_metric("roc_auc").compute(predictions=scores, references=labels)["roc_auc"],
-        "tpr_at_fpr": load_metric("tpr_at_fpr").compute(predictions=scores, references=labels, levels=levels)["tpr_at_fpr"],
-        "advantage": load_metric("advantage").compute(predictions=scores, references=labels)["advantage"],
-        "members": members,
-        "non_members": len(labels) - members,
-    }
+    return roc_figures([row[f"{attack}_score"] for row in scored], labels, [row["user"] for row in scored],
+                       config.fpr_levels, config.bootstrap_resamples, config.confidence, config.seed)
 
 
-def all_attack_figures(sample_rows: list[dict], user_rows: list[dict], levels) -> dict:
+def all_attack_figures(sample_rows: list[dict], user_rows: list[dict], config) -> dict:
     return {
         attack: {
-            **({"sample": attack_figures(sample_rows, attack, levels)} if attack in SAMPLE_ATTACKS else {}),
-            "user": attack_figures(user_rows, attack, levels),
+            **({"sample": attack_figures(sample_rows, attack, config)} if attack in SAMPLE_ATTACKS else {}),
+            "user": attack_figures(user_rows, attack, config),
         }
         for attack in USER_ATTACKS
     }
@@ -60,3 +54,19 @@ def user_rows_from_samples(sample_rows: list[dict], identifier_scores: dict[str,
                    identifier_count_score=predicted, identifier_share_score=share)
         rows.append(row)
     return rows
+
+
+def with_interval(value: float | None, interval, digits: int = 3) -> str:
+    """A figure as the report and the card print it: `0.720 [0.550, 0.880]`, or n/a."""
+    if value is None:
+        return "n/a"
+    return f"{value:.{digits}f}" + (f" [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]" if interval else "")
+
+
+def tpr_text(result: dict, level: str) -> str:
+    """The TPR of an attack's figures at FPR `level` (a key of `tpr_at_fpr`), with its interval, or why the
+    audit could not resolve it: never a number it cannot support."""
+    unresolved = (result.get("unresolved") or {}).get(level)
+    if unresolved:
+        return f"not resolved (needs ≥ {unresolved['needs_non_members']} non-members)"
+    return with_interval(result["tpr_at_fpr"].get(level), (result.get("tpr_at_fpr_ci") or {}).get(level))

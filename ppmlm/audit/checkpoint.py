@@ -14,6 +14,7 @@ from ppmlm.audit.config import AuditConfig
 from ppmlm.audit.reference import resolve_reference
 from ppmlm.audit.runner import run_audit
 from ppmlm.errors import PPMLMError
+from ppmlm.sharing.policy import SharingPolicy
 from ppmlm.models import weights_digests
 
 
@@ -27,9 +28,10 @@ def load_masked_lm(path, device: str | torch.device):
 
 
 def audit_checkpoint(checkpoint, corpus, split, blacklist, out_dir, epoch: int, config: AuditConfig = AuditConfig(),
-                     reference=None, epsilon: dict | None = None, device: str | None = None) -> dict:
+                     reference=None, epsilon: dict | None = None, device: str | None = None,
+                     policy: SharingPolicy | None = None) -> dict:
     """`run_audit` on the model and tokenizer saved in `checkpoint`, recording the sha256 of its weights files;
-    `reference` is a checkpoint path or None."""
+    `reference` is a checkpoint path or None, `policy` the sharing policy the report's verdict applies."""
     from transformers import AutoTokenizer
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -40,7 +42,7 @@ def audit_checkpoint(checkpoint, corpus, split, blacklist, out_dir, epoch: int, 
     if reference_model is not None and reference_model.config.vocab_size != model.config.vocab_size:
         raise PPMLMError(f"reference {reference} has a vocabulary of {reference_model.config.vocab_size} tokens, "
                          f"the audited model {model.config.vocab_size}: they must share the tokenizer")
-    return run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch, config, reference_model, epsilon, weights)
+    return run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch, config, reference_model, epsilon, weights, policy)
 
 
 def audit_training_epoch(cfg, run_data, checkpoint, epoch: int, epsilon: dict | None = None) -> dict:
@@ -49,4 +51,5 @@ def audit_training_epoch(cfg, run_data, checkpoint, epoch: int, epsilon: dict | 
     (`reference_checkpoint(cfg)` before training starts, on every process)."""
     reference = resolve_reference(cfg.audit.reference, cfg, train_missing=False)
     return audit_checkpoint(checkpoint, run_data.corpus, run_data.split, run_data.blacklist,
-                            Path(cfg.output_dir) / "audit", epoch, AuditConfig.from_run_config(cfg), reference, epsilon)
+                            Path(cfg.output_dir) / "audit", epoch, AuditConfig.from_run_config(cfg), reference, epsilon,
+                            policy=SharingPolicy.from_config(cfg.get("share")))

@@ -14,6 +14,7 @@ from ppmlm.audit.checkpoint import audit_checkpoint
 from ppmlm.audit.config import AuditConfig
 from ppmlm.audit.reference import resolve_reference
 from ppmlm.errors import PPMLMError
+from ppmlm.sharing.policy import SharingPolicy
 
 DEFAULT_SPLIT_SEED = 42  # recipes/config.yaml's seed, which training splits users with
 
@@ -104,4 +105,5 @@ def audit_command(model: Path, data, blacklist: Path | None, out: Path, referenc
 
         blacklist = training_blacklist(cfg, corpus, user_split, AutoTokenizer.from_pretrained(str(model)))
     return audit_checkpoint(model, corpus, user_split, Blacklist.load(blacklist), out, epoch, config,
-                            resolve_reference(reference, cfg), epsilon_of(model))
+                            resolve_reference(reference, cfg), epsilon_of(model),
+                            policy=SharingPolicy.from_config(cfg.get("share")) if cfg is not None else None)

@@ -28,6 +28,10 @@ class AuditConfig:
     k: int | None = None  # indirect-identifier threshold of the identifier-count attack; None: the blacklist's
     seed: int = 0
     fpr_levels: tuple[float, ...] = (0.001, 0.01, 0.1)
+    identifiers_from: str | None = "auto"  # independent answer key: a corpus column of gold spans, a blacklist
+    # directory, "auto" (column phi when the corpus has it) or None
+    bootstrap_resamples: int = 1000  # of the users, for the attacks' intervals (seeded by `seed`)
+    confidence: float = 0.95  # of every interval: bootstrap (attacks) and Clopper-Pearson (privacy score)
     progress: bool = True
 
     def __post_init__(self):
@@ -39,6 +43,8 @@ class AuditConfig:
             raise ValueError(f"maskings must be at least 1, got {self.maskings}")
         if not 0 < self.mlm_probability <= 1:
             raise ValueError(f"mlm_probability must be in (0, 1], got {self.mlm_probability}")
+        if self.bootstrap_resamples < 0 or not 0 < self.confidence < 1:
+            raise ValueError("bootstrap_resamples must be at least 0 (0: no intervals) and confidence in (0, 1)")
         if self.batch_size < 1 or self.max_length < 4:
             raise ValueError("batch_size must be at least 1 and max_length at least 4")
         object.__setattr__(self, "fpr_levels", tuple(float(level) for level in self.fpr_levels))

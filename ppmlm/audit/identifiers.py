@@ -10,13 +10,19 @@ tokenizer's own normalizer (an uncased model can only ever say "smith", so "Smit
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.stats import binomtest
 
-from ppmlm.identifiers.blacklist import BOTH, DIRECT, INDIRECT
+from ppmlm.errors import PPMLMError
+from ppmlm.identifiers.blacklist import BOTH, DIRECT, INDIRECT, Blacklist, _gold_spans, words_in_spans
 from ppmlm.identifiers.graph import GraphBuilder
+
+
+AUTO, AUTO_COLUMN = "auto", "phi"
 
 
 class WordReader:
@@ -48,10 +54,31 @@ class WordReader:
 
 @dataclass
 class Identifiers:
-    """One-word identifiers of the blacklist by key, with their kinds, and how many n-gram ones are left out."""
+    """One-word identifiers by key, with their kinds (and categories, when known), and how many n-gram ones
+    are left out."""
 
     kinds: dict[str, set[str]]
     ngrams_not_scored: int
+    labels: dict[str, set[str]] = field(default_factory=dict)
+
+    @classmethod
+    def from_spans(cls, corpus, column: str, users: set[str], segmenter, reader: WordReader) -> "Identifiers":
+        """Every word inside the spans of corpus column `column` (gold annotations, {start, end, label} per
+        span) in the documents of `users`, with its spans' labels: an answer key that owes nothing to the
+        training blacklist. Gold spans are direct identifiers."""
+        if column not in corpus.column_names:
+            raise PPMLMError(f"audit.identifiers_from={column}: the corpus has no such column and it is not a blacklist "
+                             f"directory (columns: {', '.join(corpus.column_names)})")
+        documents = corpus.filter(lambda user: user in users, input_columns="user_id")
+        spans = _gold_spans(documents, column)
+        labels: dict[str, set[str]] = {}
+        for doc_id, words in zip(documents["doc_id"], segmenter.pipe(documents["text"])):
+            for span in spans.get(doc_id, ()):
+                for i in np.flatnonzero(words_in_spans(words, [span])):
+                    key = reader.key(words.terms[i])
+                    if key is not None:
+                        labels.setdefault(key, set()).add(span.label)
+        return cls({key: {DIRECT} for key in labels}, 0, labels)
 
     @classmethod
     def from_blacklist(cls, blacklist, reader: WordReader) -> "Identifiers":
@@ -67,29 +94,66 @@ class Identifiers:
         return cls(kinds, ngrams)
 
 
+def leak_share(keys: set[str], hits: set[str], confidence: float) -> dict:
+    """Share of `keys` never predicted, with its Clopper-Pearson interval (exact binomial over the audited
+    identifiers; None when there are none)."""
+    if not keys:
+        return {"identifiers": 0, "leaked": 0, "score": 1.0, "score_ci": None}
+    low, high = binomtest(len(hits), len(keys)).proportion_ci(confidence, method="exact")
+    return {"identifiers": len(keys), "leaked": len(hits), "score": 1.0 - len(hits) / len(keys),
+            "score_ci": [1.0 - float(high), 1.0 - float(low)]}
+
+
 def privacy_score(identifiers: Identifiers, in_audited_text: set[str], predicted: Counter,
-                  training_occurrences: dict[str, int]) -> dict:
+                  training_occurrences: dict[str, int], confidence: float = 0.95) -> dict:
     """Share of identifiers never predicted (1.0: none leaked), over the identifiers that occur in the
     audited training chunks, for all of them and per kind; identifiers predicted although absent from the
-    audited chunks are counted apart (`leaked_elsewhere`). `regurgitation` pairs, for every predicted
+    audited chunks are counted apart (`leaked_elsewhere`). Each score has its exact binomial interval at
+    `confidence` (`score_ci`). `regurgitation` pairs, for every predicted
     identifier, its occurrences in training with the times it was predicted (Figure 5): counts only."""
     scope = {key for key in in_audited_text if key in identifiers.kinds}
     leaked = {key for key in scope if predicted[key] > 0}
     elsewhere = {key for key in identifiers.kinds if key not in scope and predicted[key] > 0}
 
-    def share(keys: set[str], hits: set[str]) -> dict:
-        return {"identifiers": len(keys), "leaked": len(hits), "score": 1.0 - len(hits) / len(keys) if keys else 1.0}
-
-    by_kind = {kind: share({k for k in scope if kind in identifiers.kinds[k]}, {k for k in leaked if kind in identifiers.kinds[k]})
+    by_kind = {kind: leak_share({k for k in scope if kind in identifiers.kinds[k]},
+                                {k for k in leaked if kind in identifiers.kinds[k]}, confidence)
                for kind in (DIRECT, INDIRECT)}
+    by_label = {label: leak_share({k for k in scope if label in identifiers.labels.get(k, ())},
+                                  {k for k in leaked if label in identifiers.labels.get(k, ())}, confidence)
+                for label in sorted(set().union(*identifiers.labels.values()))}
     pairs = sorted((training_occurrences.get(key, 0), predicted[key]) for key in leaked | elsewhere)
     return {
-        **share(scope, leaked),
+        **leak_share(scope, leaked, confidence),
         **by_kind,
+        **({"by_label": by_label} if identifiers.labels else {}),
         "leaked_elsewhere": len(elsewhere),
         "ngram_identifiers_not_scored": identifiers.ngrams_not_scored,
         "regurgitation": {"training_occurrences": [p[0] for p in pairs], "predictions": [p[1] for p in pairs]},
     }
+
+
+def independent_identifiers(spec: str | None, corpus, members: set[str], segmenter, reader: WordReader):
+    """(identifiers, source) of `audit.identifiers_from`: a blacklist directory, a corpus column of gold
+    spans, "auto" (the `phi` column when the corpus has one, as the embedded synthetic corpus does) or
+    None; None when there is none to check. `source` describes it without naming a path."""
+    if spec is None or (spec == AUTO and AUTO_COLUMN not in corpus.column_names):
+        return None
+    if Path(spec).is_dir():
+        other = Blacklist.load(spec)
+        return Identifiers.from_blacklist(other, reader), f"another blacklist (sha256 {other.digest()[:16]})"
+    column = AUTO_COLUMN if spec == AUTO else spec
+    return Identifiers.from_spans(corpus, column, members, segmenter, reader), f"gold spans of corpus column {column!r}"
+
+
+def independent_privacy(identifiers: Identifiers, source: str, training: Identifiers, in_audited_text: set[str],
+                        predicted: Counter, training_occurrences: dict[str, int], confidence: float) -> dict:
+    """`privacy_score` against an independent answer key, and `missed_by_blacklist`: how many of its
+    identifiers in the audited chunks are not among the training blacklist's terms (so training did not
+    protect them outside the documents where it detected them), and how many of those the model predicted."""
+    figures = privacy_score(identifiers, in_audited_text, predicted, training_occurrences, confidence)
+    missed = {key for key in in_audited_text if key in identifiers.kinds and key not in training.kinds}
+    leaked = {key for key in missed if predicted[key] > 0}
+    return {"source": source, **figures, "missed_by_blacklist": {"identifiers": len(missed), "leaked": len(leaked)}}
 
 
 class AuditorGraph:

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ppmlm.audit.attacks import SAMPLE_ATTACKS, USER_ATTACKS
+from ppmlm.audit.attacks import SAMPLE_ATTACKS, USER_ATTACKS, tpr_text, with_interval
 from ppmlm.audit.outputs import read_epochs, read_jsonl, scores_paths, write_atomically
 from ppmlm.audit.roc import roc_curve
+from ppmlm.sharing.policy import SharingPolicy, outcome
 
 ATTACK_NAMES = {
     "loss": "Loss (Yeom; Jagannatha)",
@@ -29,8 +30,9 @@ th{background:#eee}td.name{text-align:left}img{max-width:100%;border:1px solid #
 .note{color:#555;font-size:.9em}"""
 
 
-def write_report(out_dir) -> Path:
-    """(Re)writes out_dir/report.html from the epochs present; returns its path."""
+def write_report(out_dir, policy: SharingPolicy | None = None) -> Path:
+    """(Re)writes out_dir/report.html from the epochs present, opening with the verdict of `policy` (the
+    run's sharing policy; None: the defaults) on the latest epoch; returns its path."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -43,7 +45,8 @@ def write_report(out_dir) -> Path:
     sample_rows = read_jsonl(samples_path) if samples_path.exists() else []
     user_rows = read_jsonl(users_path) if users_path.exists() else []
     sections = [
-        f"<h1>Privacy audit</h1><p>Latest audited epoch: {latest['epoch']}. Model: <code>{_text(latest.get('model') or 'given in memory')}</code>. "
+        "<h1>Privacy audit</h1>" + _verdict_section(latest, policy or SharingPolicy()),
+        f"<p>Latest audited epoch: {latest['epoch']}. Model: <code>{_text(latest.get('model') or 'given in memory')}</code>. "
         f"Reference model of the likelihood-ratio attack: <code>{_text(latest.get('reference') or 'none')}</code>.</p>"
         "<p class=note>This report counts identifiers; it never shows one. Scores files beside it hold "
         "pseudonymous ids and membership labels: they are sensitive too.</p>",
@@ -74,17 +77,51 @@ def _number(value, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def _verdict_section(figures: dict, policy: SharingPolicy) -> str:
+    """What an auditor reads first: the sharing policy's verdict on this epoch, check by check with
+    intervals, and what the audit could not resolve."""
+    checks = policy.check(figures)
+    rows = "".join(f"<tr><td class=name>{_text(c.figure)}</td><td>{_text(c.measured)}</td><td>{_text(c.requirement)}</td>"
+                   f"<td class=name>{_text(c.status)}</td></tr>" for c in checks)
+    unresolved = sorted({(level, cell["needs_non_members"]) for attack in figures["attacks"].values() for result in attack.values()
+                         if result for level, cell in (result.get("unresolved") or {}).items()}, key=lambda item: item[1])
+    audited = figures["audited"]
+    resolution = ("Every FPR level is resolved." if not unresolved else
+                  "Not resolved: " + "; ".join(f"TPR at FPR {float(level):.1%} where fewer than {needs} non-members were "
+                                               "audited" for level, needs in unresolved)
+                  + f" ({audited['non_member_users']} non-member users, {audited['non_member_samples']} chunks). "
+                  "These cells are unknown, not zero.")
+    return (f"<h2 id=verdict>Verdict of the sharing policy on epoch {figures['epoch']}: {_text(outcome(checks))}</h2>"
+            "<p class=note>A check passes only when the figure's whole interval meets the threshold; an interval across "
+            "it is inconclusive; a level the audit cannot resolve is unknown. <code>ppmlm push</code> also checks that "
+            "this audit was measured on the weights it shares.</p>"
+            f"<table id=checks><thead><tr><th>Check</th><th>Measured</th><th>Required</th><th>Result</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table><p>{_text(resolution)}</p>")
+
+
 def _summary_table(figures: dict) -> str:
     privacy, utility = figures["privacy"], figures["utility"]
     head = [
         ("Utility: masked whole-word accuracy, non-members", _number(utility.get("masked_word_accuracy"))),
         ("Masked whole-word accuracy, members", _number(utility.get("member_masked_word_accuracy"))),
-        ("Privacy: share of identifiers never predicted", _number(privacy["score"], 4)),
+        ("Privacy: share of identifiers never predicted", with_interval(privacy["score"], privacy.get("score_ci"), 4)),
         ("Identifiers predicted / audited (direct; indirect)",
          f"{privacy['leaked']} / {privacy['identifiers']} ({privacy['direct']['leaked']} / {privacy['direct']['identifiers']}; "
          f"{privacy['indirect']['leaked']} / {privacy['indirect']['identifiers']})"),
         ("Identifiers predicted outside the audited chunks", str(privacy["leaked_elsewhere"])),
     ]
+    independent = figures.get("privacy_independent")
+    if independent:
+        missed = independent["missed_by_blacklist"]
+        head += [
+            (f"Privacy against independent identifiers ({independent['source']})",
+             with_interval(independent["score"], independent.get("score_ci"), 4)
+             + f" ({independent['leaked']} of {independent['identifiers']} predicted)"),
+            ("Independent identifiers missed by the training blacklist / of those predicted by the model",
+             f"{missed['identifiers']} / {missed['leaked']}"),
+            *((f"Independent identifiers, category {label}: predicted / audited", f"{share['leaked']} / {share['identifiers']}")
+              for label, share in (independent.get("by_label") or {}).items()),
+        ]
     if figures.get("dp"):
         head.append(("Differential privacy", ", ".join(f"{k} {v}" for k, v in figures["dp"].items())))
     rows = "".join(f"<tr><td class=name>{_text(name)}</td><td>{_text(value)}</td></tr>" for name, value in head)
@@ -99,13 +136,19 @@ def _summary_table(figures: dict) -> str:
             if result is None:
                 cells = f"<td colspan={len(levels) + 3}>not run</td>"
             else:
-                cells = (f"<td>{result['auc']:.3f}</td>"
-                         + "".join(f"<td>{result['tpr_at_fpr'][str(float(l))]:.3f}</td>" for l in levels)
-                         + f"<td>{result['advantage']:.3f}</td><td>{result['members']} / {result['non_members']}</td>")
+                cells = (f"<td>{with_interval(result['auc'], result.get('auc_ci'))}</td>"
+                         + "".join(f"<td>{_text(tpr_text(result, str(float(l))))}</td>" for l in levels)
+                         + f"<td>{with_interval(result['advantage'], result.get('advantage_ci'))}</td>"
+                         f"<td>{result['members']} / {result['non_members']}</td>")
             attack_rows.append(f"<tr><td class=name>{_text(ATTACK_NAMES[attack])}</td><td class=name>{level}</td>{cells}</tr>")
+    config = figures["config"]
+    note = (f"<p class=note>In brackets: {config.get('confidence', 0.95):.0%} intervals (attacks: percentile bootstrap "
+            f"over users, {config.get('bootstrap_resamples', 'n/a')} resamples; privacy: exact binomial over the audited "
+            "identifiers). A TPR at an FPR level needs at least 1/level non-members; with fewer it is not resolved, "
+            "and no number is shown.</p>")
     return (f"<table id=summary><tbody>{rows}</tbody></table>"
             f"<table id=attacks><thead><tr><th>Attack</th><th>Level</th><th>AUC</th>{header}<th>Advantage</th>"
-            f"<th>Members / non-members</th></tr></thead><tbody>{''.join(attack_rows)}</tbody></table>")
+            f"<th>Members / non-members</th></tr></thead><tbody>{''.join(attack_rows)}</tbody></table>{note}")
 
 
 def _sizes_table(figures: dict) -> str:

@@ -4,8 +4,14 @@ Convention everywhere in the audit: a higher score means "more likely a member",
 The curve keeps one point per distinct score (no interpolation, no dropped points), so a figure read from
 it is one a real threshold achieves: TPR at FPR t is the best true-positive rate of a threshold whose
 false-positive rate is at most t, never a value between two thresholds.
+
+Every figure gets a percentile-bootstrap interval over users (a drawn user brings all their samples, so
+sample-level intervals account for samples of one user being alike), members and non-members resampled
+apart. A TPR at an FPR level below 1/n for n non-members is not a measurement and is reported as None.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -49,3 +55,79 @@ def tpr_at_fpr(fpr: np.ndarray, tpr: np.ndarray, level: float) -> float:
 def advantage(fpr: np.ndarray, tpr: np.ndarray) -> float:
     """Best membership advantage max(TPR - FPR) (Yeom et al.): 0 for a blind attacker, 1 for a perfect one."""
     return float((tpr - fpr).max())
+
+
+def weighted_curves(scores, labels, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """ROC curves of one score under many weightings of its rows at once (`weights`: resamples x rows,
+    each row's count in a resample): (fpr, tpr), each resamples x (distinct scores + 1), same points as
+    `roc_curve` for unit weights. A bootstrap resample is a weighting, so the scores are sorted once."""
+    scores = np.asarray(scores, dtype=np.float64).ravel()
+    labels = np.asarray(labels).ravel().astype(bool)
+    order = np.argsort(-scores, kind="mergesort")
+    scores, labels, weights = scores[order], labels[order], np.asarray(weights, dtype=np.float64)[:, order]
+    last_of_each_score = np.r_[np.flatnonzero(np.diff(scores)), scores.size - 1]
+    true_positives = np.cumsum(weights * labels, axis=1)[:, last_of_each_score]
+    false_positives = np.cumsum(weights * ~labels, axis=1)[:, last_of_each_score]
+    zero = np.zeros((len(weights), 1))
+    return (np.hstack([zero, false_positives / false_positives[:, -1:]]),
+            np.hstack([zero, true_positives / true_positives[:, -1:]]))
+
+
+def curve_figures(fpr: np.ndarray, tpr: np.ndarray, levels) -> dict[str, np.ndarray]:
+    """AUC, TPR at each FPR level and advantage of each curve of `weighted_curves` (one value per curve)."""
+    return {"auc": np.trapezoid(tpr, fpr, axis=1),
+            **{str(level): np.where(fpr <= level, tpr, 0.0).max(axis=1) for level in levels},
+            "advantage": (tpr - fpr).max(axis=1)}
+
+
+def non_members_needed(level: float) -> int:
+    """Non-members an FPR level needs to be resolved: with fewer than 1/level, one false positive already
+    exceeds it, so the TPR there is read at zero false positives, not measured at the level."""
+    return math.ceil(1 / level - 1e-9)
+
+
+def bootstrap_weights(groups, labels, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Resamples x rows counts of a stratified cluster bootstrap: the groups (users) of each class are drawn
+    with replacement, as many as the class has, and a drawn group brings all its rows. Class sizes stay
+    fixed, so every resample has members and non-members."""
+    _, group_of_row = np.unique(np.asarray(groups), return_inverse=True)
+    group_labels = np.zeros(group_of_row.max() + 1, dtype=bool)
+    group_labels[group_of_row] = np.asarray(labels).astype(bool)
+    counts = np.zeros((resamples, len(group_labels)))
+    for label in (True, False):
+        members = np.flatnonzero(group_labels == label)
+        counts[:, members] = rng.multinomial(len(members), np.full(len(members), 1 / len(members)), size=resamples)
+    return counts[:, group_of_row]
+
+
+def roc_figures(scores, labels, groups, levels, resamples: int, confidence: float, seed: int) -> dict:
+    """The figures of one ROC curve with percentile-bootstrap intervals (`resamples` stratified resamples of
+    the `groups`, seeded); a TPR at an FPR level that fewer than 1/level non-members cannot resolve is None,
+    with the reason, never a number."""
+    labels = np.asarray(labels).astype(bool)
+    members, non_members = int(labels.sum()), int((~labels).sum())
+    point = {name: float(values[0]) for name, values in curve_figures(*weighted_curves(scores, labels, np.ones((1, len(labels)))), levels).items()}
+    rng, draws = np.random.default_rng(seed), []
+    for block in range(0, resamples, 250):  # bounded memory: 250 resamples x rows at a time
+        weights = bootstrap_weights(groups, labels, min(250, resamples - block), rng)
+        draws.append(curve_figures(*weighted_curves(scores, labels, weights), levels))
+    tail = (1 - confidence) / 2
+
+    def interval(name: str) -> list[float] | None:
+        if not draws:
+            return None
+        low, high = np.quantile(np.concatenate([d[name] for d in draws]), [tail, 1 - tail])
+        return [float(low), float(high)]
+
+    resolved = {str(level): non_members >= non_members_needed(level) for level in levels}
+    return {
+        "auc": point["auc"], "auc_ci": interval("auc"),
+        "tpr_at_fpr": {key: point[key] if ok else None for key, ok in resolved.items()},
+        "tpr_at_fpr_ci": {key: interval(key) if ok else None for key, ok in resolved.items()},
+        "unresolved": {str(level): {"needs_non_members": non_members_needed(level),
+                                    "reason": f"{non_members} non-members cannot resolve an FPR of {level:g}: "
+                                              f"it needs at least {non_members_needed(level)}"}
+                       for level in levels if not resolved[str(level)]},
+        "advantage": point["advantage"], "advantage_ci": interval("advantage"),
+        "members": members, "non_members": non_members,
+    }

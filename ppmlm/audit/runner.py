@@ -18,21 +18,25 @@ import torch
 
 from ppmlm.audit.attacks import all_attack_figures, user_rows_from_samples
 from ppmlm.audit.config import AuditConfig
-from ppmlm.audit.identifiers import AuditorGraph, Identifiers, WordReader, identifier_count, privacy_score
+from ppmlm.audit.identifiers import (AuditorGraph, Identifiers, WordReader, identifier_count, independent_identifiers,
+                                     independent_privacy, privacy_score)
 from ppmlm.audit.metrics import load_metric
 from ppmlm.audit.outputs import Pseudonyms, reference_cache, write_atomically, write_epoch
 from ppmlm.audit.report import write_report
 from ppmlm.audit.sampling import build_samples, choose_users, masking_plan
 from ppmlm.audit.scoring import SampleResult, score_samples
+from ppmlm.sharing.policy import SharingPolicy
 
 
 def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, config: AuditConfig = AuditConfig(),
-              reference=None, epsilon: dict | None = None, weights: dict[str, str] | None = None) -> dict:
+              reference=None, epsilon: dict | None = None, weights: dict[str, str] | None = None,
+              policy: SharingPolicy | None = None) -> dict:
     """Audit `model` (a loaded masked LM) for members (`split.members`) against audit non-members
     (`split.audit_non_members`) of `corpus`; `blacklist` holds the training identifiers, `reference` a
     loaded masked LM for the likelihood-ratio attack (None: that attack is skipped), `epsilon` the DP
     budget spent (e.g. {"rdp": ..., "prv": ..., "delta": ...}), `weights` the sha256 of the files `model`
-    was loaded from (`weights_digests`; None: unknown, and `ppmlm push` will not share on this audit).
+    was loaded from (`weights_digests`; None: unknown, and `ppmlm push` will not share on this audit),
+    `policy` the sharing policy whose verdict opens the report (None: the defaults).
     Writes epoch-N.json (signed), the scores files and report.html in `out_dir`; returns the figures of
     epoch-N.json."""
     started = time.perf_counter()
@@ -71,6 +75,8 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
     user_rows = user_rows_from_samples(sample_rows, identifier_scores)
 
     in_training_text = set().union(*(words for user, words in words_by_user.items() if roles[user]))
+    training_identifiers = Identifiers.from_blacklist(blacklist, reader)
+    independent = independent_identifiers(config.identifiers_from, corpus, set(split.members), blacklist.segmenter, reader)
     figures = {
         "epoch": epoch,
         "model": getattr(model.config, "_name_or_path", None) or None,
@@ -81,9 +87,11 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
             "maskings_per_sample": config.maskings if not config.mask_each_word else "each word",
         },
         "utility": _utility(samples, target),
-        "privacy": privacy_score(Identifiers.from_blacklist(blacklist, reader), in_training_text,
-                                 predicted_in_training, graph.training_occurrences),
-        "attacks": all_attack_figures(sample_rows, user_rows, config.fpr_levels),
+        "privacy": privacy_score(training_identifiers, in_training_text, predicted_in_training, graph.training_occurrences,
+                                 config.confidence),
+        "privacy_independent": independent_privacy(*independent, training_identifiers, in_training_text, predicted_in_training,
+                                                   graph.training_occurrences, config.confidence) if independent else None,
+        "attacks": all_attack_figures(sample_rows, user_rows, config),
         "identifier_attack_k": k,
         "dp": epsilon,
         "config": {**asdict(config), "fpr_levels": list(config.fpr_levels)},
@@ -91,7 +99,7 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
         "seconds": round(time.perf_counter() - started, 2),
     }
     figures = write_epoch(out_dir, figures, sample_rows, user_rows)
-    write_report(out_dir)
+    write_report(out_dir, policy)
     print(summary_line(figures, out_dir), flush=True)
     return figures
 
@@ -169,6 +177,9 @@ def summary_line(figures: dict, out_dir: Path) -> str:
     aucs = [f"{attack.replace('_', ' ')} {levels['user']['auc']:.2f}"
             for attack, levels in figures["attacks"].items() if levels["user"] is not None]
     utility = f"{accuracy:.3f}" if accuracy is not None else "n/a"
+    independent = figures.get("privacy_independent")
+    against = (f", independent identifiers {independent['score']:.4f} ({independent['missed_by_blacklist']['leaked']} of "
+               f"{independent['missed_by_blacklist']['identifiers']} missed by the blacklist predicted)" if independent else "")
     return (f"audit epoch {figures['epoch']}: utility {utility}, privacy {privacy['score']:.4f} "
-            f"({privacy['leaked']} of {privacy['identifiers']} identifiers predicted), "
+            f"({privacy['leaked']} of {privacy['identifiers']} identifiers predicted){against}, "
             f"user-level MIA AUC: {', '.join(aucs) or 'n/a'} [{figures['seconds']:.0f}s, {out_dir / 'report.html'}]")

