@@ -16,6 +16,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from ppmlm.errors import PPMLMError
+from ppmlm.training.distributed import nested_run
 
 POPULATION, BASE, NONE = "population", "base", "none"
 DEFAULT_CACHE_DIR = ".cache/ppmlm/references"
@@ -58,7 +59,8 @@ def reference_checkpoint(cfg, train_missing: bool = True) -> Path:
         from ppmlm.training import train
 
         print(f"training the reference model on the population users into {reference.output_dir}", flush=True)
-        train(reference)
+        with nested_run():  # the run that asked for the reference keeps using the process group
+            train(reference)
     return final
 
 

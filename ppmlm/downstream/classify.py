@@ -38,6 +38,7 @@ from ppmlm.corpus.split import split_users
 from ppmlm.errors import PPMLMError
 from ppmlm.models import default_model_path
 from ppmlm.training.data import load_run_corpus
+from ppmlm.training.distributed import end_processes
 from ppmlm.training.loop import MetricsLog
 from ppmlm.training.rundir import RunDirectory, write_atomically
 
@@ -152,7 +153,8 @@ def train_classifier(cfg) -> Path:
             "seconds": round(time.perf_counter() - start, 1),
         }
         (run_dir / "results.json").write_text(json.dumps(results, indent=1) + "\n")
-    accelerator.wait_for_everyone()
+    del model, optimizer, scheduler, train_loader, eval_loader  # the DDP-wrapped model above all
+    end_processes(accelerator)  # then the process group ends (ppmlm.training.distributed)
     final = history[-1]
     accelerator.print(f"done: macro F1 {final['macro_f1']:.4f}, accuracy {final['accuracy']:.4f}; "
                       f"classifier in {run_dir / 'model'}, figures in {run_dir / 'results.json'}")

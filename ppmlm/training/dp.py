@@ -409,6 +409,12 @@ class PrivateTrainer:
         with hf_layout(self.objective.model) as model:
             model.save_pretrained(directory)
 
+    def close(self) -> None:
+        """Takes Opacus's hooks off the model and drops the wrapped module (DPDDP under several processes), its
+        optimizer and loader: before the process group ends (ppmlm.training.distributed)."""
+        self.module.remove_hooks()
+        del self.module, self.objective, self.optimizer, self.loader, self.checkpointed
+
     def epoch_report(self) -> dict:
         """ε spent so far by both accountants, the settings behind it, and what it means for a user."""
         epsilon = self.ledger.epsilon(self.dp.delta)

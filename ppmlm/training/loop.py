@@ -15,10 +15,6 @@ import time
 from pathlib import Path
 
 import torch
-# Imported before any process group exists: imported after it (accelerate and Opacus pull it in lazily), it
-# keeps the gloo group alive past `end_training`, and a rank can abort at exit ("terminate called without an
-# active exception") when the interpreter tears the group's threads down.
-import torch.distributed.checkpoint  # noqa: F401
 from accelerate import Accelerator, DataLoaderConfiguration
 from accelerate.utils import set_seed
 from omegaconf import OmegaConf
@@ -34,6 +30,7 @@ from ppmlm.models import default_model_path
 from ppmlm.identifiers.blacklist import corpus_fingerprint
 from ppmlm.training.checks import check_training_config
 from ppmlm.training.data import prepare
+from ppmlm.training.distributed import end_processes
 from ppmlm.training.objective import MaskedLMLoss
 from ppmlm.training.rundir import COMPLETE, RunDirectory, flatten_config, write_atomically
 
@@ -137,7 +134,9 @@ def train(cfg) -> Path:
         if audit and accelerator.is_main_process:
             audit_training_epoch(cfg, data, checkpoint, epoch + 1, recorded_epsilon(checkpoint))
         accelerator.wait_for_everyone()
-    accelerator.end_training()
+    trainer.close()
+    del scheduler  # it holds the optimizer
+    end_processes(accelerator)  # DDP released, then the process group destroyed (ppmlm.training.distributed)
     run.release()
     accelerator.print(f"done: checkpoints in {run.checkpoints}")
     return run.path
@@ -266,6 +265,10 @@ class PlainTrainer:
 
     def epoch_report(self) -> dict:
         return {}
+
+    def close(self) -> None:
+        """Drops the DDP-wrapped objective, its optimizer and loader: before the process group ends."""
+        del self.objective, self.optimizer, self.loader
 
 
 class MetricsLog:
