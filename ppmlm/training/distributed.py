@@ -20,9 +20,9 @@ other. A reference still held is reported rather than left to hang a later exit.
 (the audit's reference model, trained inside `train()`) leaves the group to the outer run: `nested_run`.
 
 `torch.distributed.nn` is imported here, before any group exists: its functions take `group=group.WORLD`
-as a default argument, evaluated at import. Imported after the group exists (accelerate and Opacus import
-it lazily, e.g. through torch.distributed.checkpoint), they hold the group until interpreter exit, where
-tearing its threads down can abort a rank ("terminate called without an active exception").
+as a default argument, evaluated at import. Imported after the group exists (DDP imports it when it wraps
+its first model), they hold the group until interpreter exit, where tearing its threads down can abort a
+rank ("terminate called without an active exception").
 """
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def end_processes(accelerator) -> None:
     gc.collect()
     accelerator.wait_for_everyone()
     if _nested:
-        for tracker in accelerator.trackers:  # what end_training does, but the destroying
+        for tracker in accelerator.trackers:  # end_training, but for destroying the group
             tracker.finish()
         return
     group = torch.distributed.group.WORLD if torch.distributed.is_initialized() else None
