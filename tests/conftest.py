@@ -1,8 +1,15 @@
 """Shared fixtures: tokenizers and tiny models built offline, never downloaded."""
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -10,6 +17,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parents[1]
 
 _ROBERTA_TRAINING_TEXT = [
     "The patient was seen on 7/22 by Dr. Smith at Mercy Hospital; pain in the left knee.",
@@ -49,11 +58,17 @@ def roberta_tokenizer(tmp_path_factory):
     return AutoTokenizer.from_pretrained(str(directory))
 
 
-_EXIT_PROBE = textwrap.dedent('''
-    """Run the script argv[1] with the arguments after it and record, once it has returned, the gloo threads
-    this rank still has: any left are torn down during interpreter exit, where they can abort the process
-    after a successful run."""
-    import atexit, os, runpy, sys
+_RANK_WRAPPER = textwrap.dedent('''
+    """One rank of a launch, run under watch: runs the script argv[1] with the arguments after it.
+
+    SIGUSR1 writes every thread's Python stack to <this file>.rank<R>.stacks: faulthandler needs no GIL, so a
+    rank blocked in C++ with the GIL held still answers. Once the script has returned, the rank records in
+    <this file>.rank<R> the gloo threads it still has: any left are torn down during interpreter exit, where
+    they can abort the process after a successful run."""
+    import atexit, faulthandler, os, runpy, signal, sys
+
+    base = f"{__file__}.rank{os.environ['RANK']}"
+    faulthandler.register(signal.SIGUSR1, file=open(base + ".stacks", "w"), all_threads=True)
 
     def thread_name(task):
         try:
@@ -61,9 +76,9 @@ _EXIT_PROBE = textwrap.dedent('''
         except FileNotFoundError:  # a thread that ended meanwhile
             return ""
 
-    def record(where=f"{__file__}.rank{os.environ['RANK']}"):
+    def record():
         threads = [thread_name(task) for task in os.listdir("/proc/self/task")]
-        with open(where, "w") as out:
+        with open(base, "w") as out:
             out.write(",".join(t for t in threads if "gloo" in t))
 
     script, sys.argv = sys.argv[1], sys.argv[1:]
@@ -72,18 +87,134 @@ _EXIT_PROBE = textwrap.dedent('''
 ''')
 
 
-class ExitProbe:
-    """Put `script` between `accelerate launch ...` and the launched script (Linux: reads /proc)."""
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
-    def __init__(self, directory: Path):
-        self.script = directory / "exit_probe.py"
-        self.script.write_text(_EXIT_PROBE)
 
-    def gloo_threads_left(self, ranks: int) -> list[str]:
-        return [Path(f"{self.script}.rank{rank}").read_text() for rank in range(ranks)]
+class Launch:
+    """What one `accelerate launch` left: exit status (None: killed at the deadline), output, per-rank stacks."""
+
+    def __init__(self, command, returncode, output, seconds, stacks):
+        self.command, self.returncode, self.output, self.seconds, self.stacks = command, returncode, output, seconds, stacks
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+    def report(self, tail: int = 6000) -> str:
+        status = f"no exit within {self.seconds:.0f} s" if self.timed_out else f"exit {self.returncode} after {self.seconds:.0f} s"
+        ranks = "".join(f"\n--- {name} ---\n{text}" for name, text in self.stacks.items())
+        return f"{' '.join(map(str, self.command))}: {status}{ranks}\n--- output (last {tail} characters) ---\n{self.output[-tail:]}"
+
+
+class RankLauncher:
+    """`accelerate launch --multi_gpu --num_processes N` on CPU (gloo), every rank under `_RANK_WRAPPER`.
+
+    A launch that has not exited by the deadline gets every rank's stack (faulthandler on SIGUSR1, and
+    `py-spy dump --native` where installed, which shows the C++ frames), then all its processes are killed.
+    torchrun starts each rank in a session of its own, so killing the launcher would orphan a hung rank (and
+    a pipe it holds would block the reader): ranks are found by a marker in their environment, and output
+    goes to a file. Linux only (/proc).
+    """
+
+    def __init__(self, directory: Path, processes: int = 2, timeout: float = 170):
+        self.directory, self.processes, self.timeout = Path(directory), processes, timeout
+        self.wrapper = self.directory / "rank_wrapper.py"
+        self.wrapper.write_text(_RANK_WRAPPER)
+        self.launches = 0
+
+    def command(self, script, *args) -> list[str]:
+        return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes",
+                str(self.processes), "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+                "--main_process_port", str(free_port()),  # not 29500: other launches may share the machine
+                str(self.wrapper), str(script), *map(str, args)]
+
+    def launch(self, script, *args, cwd=ROOT, env=None) -> Launch:
+        self.launches += 1
+        for old in self.directory.glob(f"{self.wrapper.name}.rank*"):
+            old.unlink()
+        marker = f"{os.getpid()}-{id(self)}-{self.launches}"
+        command = self.command(script, *args)
+        log = self.directory / f"launch-{self.launches}.log"
+        environment = dict(os.environ if env is None else env, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1",
+                           PPMLM_LAUNCH=marker)
+        start = time.perf_counter()
+        with log.open("w") as out:
+            launcher = subprocess.Popen(command, cwd=cwd, env=environment, stdout=out, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True)
+            try:
+                returncode = launcher.wait(timeout=self.timeout)
+                stacks = {}
+            except subprocess.TimeoutExpired:
+                returncode, stacks = None, self._dump_and_kill(launcher, marker)
+        return Launch(command, returncode, log.read_text(errors="replace"), time.perf_counter() - start, stacks)
+
+    def _dump_and_kill(self, launcher, marker: str) -> dict[str, str]:
+        ranks = _processes_with(f"PPMLM_LAUNCH={marker}")
+        for pid in ranks:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGUSR1)
+        time.sleep(2)  # faulthandler writes at once; the wait covers a loaded machine
+        stacks = {}
+        for rank in map(str, range(self.processes)):
+            pids = [pid for pid, of in ranks.items() if of == rank]
+            if not pids:
+                stacks[f"rank {rank}"] = "exited" if self._read(f"rank{rank}") is not None else "no process, no exit record"
+            for pid in pids:
+                stacks[f"rank {rank} (pid {pid})"] = (self._read(f"rank{rank}.stacks") or "") + native_stacks(pid)
+        for pid in [*ranks, launcher.pid]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        launcher.wait()
+        return stacks
+
+    def _read(self, suffix: str) -> str | None:
+        path = self.directory / f"{self.wrapper.name}.{suffix}"
+        return path.read_text(errors="replace") if path.exists() else None
+
+    def run(self, script, *args, **kwargs) -> str:
+        """Launch and return the output; fail the test, with every rank's stack, on a hang or a failure."""
+        done = self.launch(script, *args, **kwargs)
+        if done.returncode != 0:
+            pytest.fail(done.report(), pytrace=False)
+        return done.output
+
+    def gloo_threads_left(self) -> list[str]:
+        """Per rank, the gloo threads still alive once the launched script had returned (empty: none)."""
+        return [self._read(f"rank{rank}") for rank in range(self.processes)]
+
+
+def native_stacks(pid: int) -> str:
+    """Every thread's stack with its C++ frames, by py-spy where installed (else nothing)."""
+    if not shutil.which("py-spy"):
+        return ""
+    try:
+        return subprocess.run(["py-spy", "dump", "--native", "--pid", str(pid)], capture_output=True, text=True,
+                              timeout=60).stdout
+    except subprocess.TimeoutExpired:
+        return "py-spy: no answer in 60 s\n"
+
+
+def _processes_with(marker: str) -> dict[int, str]:
+    """pid -> RANK of the processes whose environment holds `marker` (the launcher has no RANK)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:  # gone meanwhile, or not ours
+            continue
+        if marker.encode() in environ:
+            rank = next((v[5:].decode() for v in environ if v.startswith(b"RANK=")), None)
+            if rank is not None:
+                found[int(entry.name)] = rank
+    return found
 
 
 @pytest.fixture
-def exit_probe(tmp_path):
-    """Whether each rank of a multi-process launch closed its process group before exiting."""
-    return ExitProbe(tmp_path)
+def two_ranks(tmp_path):
+    """Launches a script on 2 CPU processes; a hang fails the test within 3 minutes with every rank's stack."""
+    return RankLauncher(tmp_path)

@@ -82,6 +82,17 @@ def test_classifier_from_a_checkpoint_trains_only_its_top_and_follows_the_schedu
     assert classifier.config.id2label == dict(enumerate(results["labels"]))
 
 
+@pytest.mark.slow
+def test_two_processes_train_the_classifier_and_end_their_process_group(tmp_path, tiny_checkpoint, two_ranks):
+    """Under `accelerate launch --multi_gpu --num_processes 2` on CPU both ranks train, evaluate on the whole
+    held-out split and exit, the DDP-wrapped classifier released before the process group ends."""
+    run_dir = tmp_path / "run"
+    output = two_ranks.run(ROOT / "train.py", *overrides(f"model.name_or_path={tiny_checkpoint}", f"output_dir={run_dir}"))
+    assert two_ranks.gloo_threads_left() == ["", ""] and "still referenced" not in output
+    results = json.loads((run_dir / "results.json").read_text())
+    assert [e["epoch"] for e in results["epochs"]] == [1, 2] and 0 <= results["final"]["macro_f1"] <= 1
+
+
 @pytest.mark.parametrize("model_type", ["bert", "roberta"])
 def test_only_the_top_layer_and_the_head_get_gradients(model_type):
     config = AutoConfig.for_model(model_type, vocab_size=100, num_labels=3, **TINY)

@@ -76,8 +76,8 @@ def test_corpus_by_path(tmp_path):
     assert (train(cfg) / "checkpoints" / "epoch-1" / "complete").exists()
 
 
-def run_command(tmp_path, run_dir, *extra, launcher=(sys.executable,)):
-    args = [*launcher, str(ROOT / "train.py"), *overrides(tmp_path, "train.epochs=2", "train.batch_size=2",
+def run_command(tmp_path, run_dir, *extra):
+    args = [sys.executable, str(ROOT / "train.py"), *overrides(tmp_path, "train.epochs=2", "train.batch_size=2",
                                                             f"output_dir={run_dir}", *extra)]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     return subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -110,15 +110,16 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path):
 
 
 @pytest.mark.slow
-def test_two_processes_split_data_and_keep_identical_weights(tmp_path, exit_probe):
-    launcher = (sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", str(exit_probe.script))
+def test_two_processes_split_data_and_keep_identical_weights(tmp_path, two_ranks):
     single = run_command(tmp_path, tmp_path / "one", "train.epochs=1")
     assert single.wait(timeout=600) == 0, single.stdout.read()
-    double = run_command(tmp_path, tmp_path / "two", "train.epochs=1", launcher=launcher)
-    output = double.communicate(timeout=600)[0]
-    assert double.returncode == 0, output
-    assert exit_probe.gloo_threads_left(ranks=2) == ["", ""]  # DDP's process group really closed
+    # with the audit: its reference model trains on 2 processes inside the run, which must keep its group
+    output = two_ranks.run(ROOT / "train.py", *overrides(
+        tmp_path, "train.batch_size=2", f"output_dir={tmp_path / 'two'}", "audit.enabled=true",
+        "audit.max_users_per_side=3", f"audit.reference_cache_dir={tmp_path / 'references'}"))
+    assert two_ranks.gloo_threads_left() == ["", ""]  # DDP's process group really ended, before the exit
+    assert "still referenced" not in output  # and in end_processes, not whenever DDP was freed
+    assert (tmp_path / "two" / "audit" / "epoch-1.json").exists()
     ends = lambda d: [json.loads(l) for l in (d / "metrics.jsonl").read_text().splitlines() if '"epoch_end"' in l]
     one, two = ends(tmp_path / "one")[-1], ends(tmp_path / "two")[-1]
     assert two["processes"] == 2 and one["processes"] == 1
