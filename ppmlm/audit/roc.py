@@ -7,13 +7,16 @@ false-positive rate is at most t, never a value between two thresholds.
 
 Every figure gets a percentile-bootstrap interval over users (a drawn user brings all their samples, so
 sample-level intervals account for samples of one user being alike), members and non-members resampled
-apart. A TPR at an FPR level below 1/n for n non-members is not a measurement and is reported as None.
+apart; a TPR's interval is at least the exact binomial interval over the members, so a small sample whose
+resamples all agree does not read as certain. A TPR at an FPR level below 1/n for n non-members is not a
+measurement and is reported as None.
 """
 from __future__ import annotations
 
 import math
 
 import numpy as np
+from scipy.stats import binomtest
 
 
 def roc_curve(scores, labels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -119,11 +122,19 @@ def roc_figures(scores, labels, groups, levels, resamples: int, confidence: floa
         low, high = np.quantile(np.concatenate([d[name] for d in draws]), [tail, 1 - tail])
         return [float(low), float(high)]
 
+    def tpr_interval(key: str) -> list[float] | None:
+        """The bootstrap interval widened to at least the exact binomial one over the members: a small sample
+        whose resamples all agree (every member found, or none) must not read as certain."""
+        found = round(point[key] * members)
+        low, high = binomtest(found, members).proportion_ci(confidence, method="exact")
+        boot = interval(key) or [float(low), float(high)]
+        return [min(boot[0], float(low)), max(boot[1], float(high))]
+
     resolved = {str(level): non_members >= non_members_needed(level) for level in levels}
     return {
         "auc": point["auc"], "auc_ci": interval("auc"),
         "tpr_at_fpr": {key: point[key] if ok else None for key, ok in resolved.items()},
-        "tpr_at_fpr_ci": {key: interval(key) if ok else None for key, ok in resolved.items()},
+        "tpr_at_fpr_ci": {key: tpr_interval(key) if ok else None for key, ok in resolved.items()},
         "unresolved": {str(level): {"needs_non_members": non_members_needed(level),
                                     "reason": f"{non_members} non-members cannot resolve an FPR of {level:g}: "
                                               f"it needs at least {non_members_needed(level)}"}
