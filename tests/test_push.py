@@ -154,6 +154,9 @@ def test_local_export_reloads_and_its_card_carries_the_audit(audited_run, tmp_pa
             assert f"| {name} | {level} | {with_interval(result['auc'], result['auc_ci'])} | {tprs} |" in text
             assert result["tpr_at_fpr"]["0.001"] is None and "not resolved (needs ≥ 1000 non-members)" in tprs
     assert f"{figures['audited']['member_users']} member users" in text and "Sharing policy overridden" not in text
+    independent = figures["privacy_independent"]  # the synthetic corpus's gold spans, audited by default
+    assert (f"| independent identifiers the training blacklist missed / of those predicted by the model | "
+            f"{independent['missed_by_blacklist']['identifiers']} / {independent['missed_by_blacklist']['leaked']} |") in text
     [(name, digest)] = weights_digests(out).items()  # the card names the exported weights by their sha256
     assert f"| weights file `{name}` | `{digest}` |" in text and digest == figures["measured"]["weights"][name]
     assert f"`{audited_run.blacklist.digest()}`" in text and "Verified by `ppmlm push`" in text

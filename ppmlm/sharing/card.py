@@ -99,6 +99,18 @@ def _attack_rows(figures: dict) -> list[str]:
     return rows
 
 
+def _independent_rows(independent: dict | None) -> list[str]:
+    """The privacy score against identifiers given apart from the training blacklist, and the blacklist's misses."""
+    if not independent:
+        return ["| privacy score against independent identifiers | not measured (no `audit.identifiers_from`) |"]
+    missed = independent["missed_by_blacklist"]
+    return [f"| privacy score against independent identifiers ({independent['source']}) | "
+            f"{with_interval(independent['score'], independent.get('score_ci'), 4)} ({independent['leaked']} of "
+            f"{independent['identifiers']} predicted) |",
+            f"| independent identifiers the training blacklist missed / of those predicted by the model | "
+            f"{missed['identifiers']} / {missed['leaked']} |"]
+
+
 def _eval_results(figures: dict) -> list[EvalResult]:
     """The headline audit figures as model-index results (task fill-mask, on the run's held-out audit users)."""
     def result(metric_type, value, name):
@@ -212,6 +224,7 @@ def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | 
           f"({privacy[kind]['leaked']} of "
           f"{privacy[kind]['identifiers']}) |" for kind in ("direct", "indirect") if privacy.get(kind)),
         f"| identifiers predicted outside the audited chunks | {privacy.get('leaked_elsewhere', 'n/a')} |",
+        *_independent_rows(figures.get("privacy_independent")),
         "",
         "Membership-inference attacks (members against non-members; 0.5 AUC is a blind guess):", "",
         "| attack | level | AUC | TPR at 0.1% FPR | TPR at 1% FPR | TPR at 10% FPR | advantage | members / non-members |",
