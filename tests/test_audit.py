@@ -323,6 +323,8 @@ def test_ppmlm_audit_writes_every_output_and_reproduces_the_api(audited_run):
     assert figures["epoch"] == 2 and figures["reference"].endswith("reference") and figures["dp"] is None
     assert figures["audited"]["member_users"] == min(figures["config"]["max_users_per_side"], len(split.members))
     assert figures["audited"]["non_member_users"] == len(split.audit_non_members)
+    assert figures["audited"]["member_users_available"] == len(split.members)
+    assert figures["audited"]["non_member_users_available"] == len(split.audit_non_members)
     assert 0 <= figures["utility"]["masked_word_accuracy"] <= 1 and 0 <= figures["privacy"]["score"] <= 1
     for attack in ("loss", "likelihood_ratio"):
         for level in ("sample", "user"):

@@ -47,8 +47,9 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
     with torch.random.fork_rng(devices=devices):  # nothing here may shift the training's random streams
         generator = torch.Generator().manual_seed(config.seed)
         present = set(corpus["user_id"])
-        members = choose_users([u for u in split.members if u in present], config.max_users_per_side, generator)
-        non_members = choose_users([u for u in split.audit_non_members if u in present], config.max_users_per_side, generator)
+        available = {True: [u for u in split.members if u in present], False: [u for u in split.audit_non_members if u in present]}
+        members = choose_users(available[True], config.max_users_per_side, generator)
+        non_members = choose_users(available[False], config.max_users_per_side, generator)
         roles = {**{u: True for u in members}, **{u: False for u in non_members}}
         samples = build_samples(corpus, roles, blacklist.segmenter, tokenizer, config.max_length,
                                 config.max_chunks_per_user, generator)
@@ -85,6 +86,9 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
             "member_users": len(members), "non_member_users": len(non_members),
             "member_samples": sum(s.member for s in samples), "non_member_samples": sum(not s.member for s in samples),
             "maskings_per_sample": config.maskings if not config.mask_each_word else "each word",
+            # what was sampled: the users there were to audit, and the chunk limit per user (None: all)
+            "member_users_available": len(available[True]), "non_member_users_available": len(available[False]),
+            "max_chunks_per_user": config.max_chunks_per_user,
         },
         "utility": _utility(samples, target),
         "privacy": privacy_score(training_identifiers, in_training_text, predicted_in_training, graph.training_occurrences,

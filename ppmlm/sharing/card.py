@@ -244,8 +244,9 @@ def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | 
         "Further fine-tuning (e.g. text classification) and masked-word prediction on text of the training domain. "
         "Not for generating or completing text about people, re-identifying anyone, or clinical decisions.", "",
         "## Limitations", "",
-        f"- The audit is an estimate over a subset: {audited['member_users']} members and {audited['non_member_users']} "
-        f"non-members, {chunks}. The privacy score counts the "
+        f"- The audit is an estimate over a subset: {audited['member_users']} members "
+        f"(of {audited.get('member_users_available', 'n/a')}) and {audited['non_member_users']} non-members "
+        f"(of {audited.get('non_member_users_available', 'n/a')}), {chunks}. The privacy score counts the "
         "identifiers that occur in the audited member chunks only.",
         f"- A TPR at FPR t needs at least 1/t non-members: with fewer, one false positive already exceeds t, so such "
         f"cells are shown as not resolved, never as numbers (here {audited['non_member_users']} non-member users, "
