@@ -103,7 +103,7 @@ def test_policy_checks_intervals_against_thresholds_and_refuses_missing_figures(
         "privacy score (direct)": "FAIL", "loss TPR at 1% FPR (user)": "FAIL",
         "likelihood_ratio TPR at 1% FPR (sample)": "not measured", "likelihood_ratio TPR at 1% FPR (user)": "not measured",
         "identifier_count TPR at 1% FPR (user)": "not resolved", "identifier_share TPR at 1% FPR (user)": "inconclusive"}
-    assert checks["loss TPR at 1% FPR (user)"].describe() == "loss TPR at 1% FPR (user) 0.2 > 0.1 (interval 0.2 [0.15, 0.3])"
+    assert checks["loss TPR at 1% FPR (user)"].describe() == "loss TPR at 1% FPR (user) 0.2 > 0.1 (interval 0.2000 [0.1500, 0.3000])"
     assert checks["privacy score (direct)"].describe().startswith("privacy score (direct) 0.98 < 0.99")
     assert checks["identifier_count TPR at 1% FPR (user)"].measured == "not resolved (needs ≥ 100 non-members)"
     assert checks["privacy score (independent identifiers)"].status == "not checked"  # by default

@@ -48,7 +48,8 @@ def training_blacklist(cfg, corpus, split, tokenizer) -> Path:
               "k": cfg.blacklist.k, "n": cfg.blacklist.n, "ner": cfg.blacklist.ner, "spans_from": cfg.blacklist.spans_from,
               "casefold": cfg.blacklist.casefold if cfg.blacklist.casefold is not None
               else tokenizer("A", add_special_tokens=False)["input_ids"] == tokenizer("a", add_special_tokens=False)["input_ids"],
-              "ner_rules": ner_rules_digest(cfg.blacklist.ner)}
+              "ner_rules": ner_rules_digest(cfg.blacklist.ner),
+              **({"profile": cfg.blacklist.profile} if "profile" in cfg.blacklist else {})}
     found = cached_blacklists(cfg.blacklist.cache_dir, wanted)
     if len(found) != 1:
         raise PPMLMError(f"cannot tell which blacklist under {cfg.blacklist.cache_dir} this run trained with; give --blacklist DIR")

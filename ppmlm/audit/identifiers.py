@@ -60,25 +60,33 @@ class Identifiers:
     kinds: dict[str, set[str]]
     ngrams_not_scored: int
     labels: dict[str, set[str]] = field(default_factory=dict)
+    unprotected: set[str] | None = None  # keys with an occurrence the training blacklist left unprotected
 
     @classmethod
-    def from_spans(cls, corpus, column: str, users: set[str], segmenter, reader: WordReader) -> "Identifiers":
+    def from_spans(cls, corpus, column: str, users: set[str], segmenter, reader: WordReader, training) -> "Identifiers":
         """Every word inside the spans of corpus column `column` (gold annotations, {start, end, label} per
         span) in the documents of `users`, with its spans' labels: an answer key that owes nothing to the
-        training blacklist. Gold spans are direct identifiers."""
+        training blacklist. Gold spans are direct identifiers. `unprotected` holds those with at least one
+        occurrence that the `training` blacklist does not protect (neither a term nor in its span there)."""
         if column not in corpus.column_names:
             raise PPMLMError(f"audit.identifiers_from={column}: the corpus has no such column and it is not a blacklist "
                              f"directory (columns: {', '.join(corpus.column_names)})")
         documents = corpus.filter(lambda user: user in users, input_columns="user_id")
         spans = _gold_spans(documents, column)
         labels: dict[str, set[str]] = {}
+        unprotected: set[str] = set()
         for doc_id, words in zip(documents["doc_id"], segmenter.pipe(documents["text"])):
-            for span in spans.get(doc_id, ()):
+            if doc_id not in spans:
+                continue
+            protected = training.protected_words(words, doc_id)
+            for span in spans[doc_id]:
                 for i in np.flatnonzero(words_in_spans(words, [span])):
                     key = reader.key(words.terms[i])
                     if key is not None:
                         labels.setdefault(key, set()).add(span.label)
-        return cls({key: {DIRECT} for key in labels}, 0, labels)
+                        if not protected[i]:
+                            unprotected.add(key)
+        return cls({key: {DIRECT} for key in labels}, 0, labels, unprotected)
 
     @classmethod
     def from_blacklist(cls, blacklist, reader: WordReader) -> "Identifiers":
@@ -132,26 +140,30 @@ def privacy_score(identifiers: Identifiers, in_audited_text: set[str], predicted
     }
 
 
-def independent_identifiers(spec: str | None, corpus, members: set[str], segmenter, reader: WordReader):
+def independent_identifiers(spec: str | None, corpus, members: set[str], training, reader: WordReader):
     """(identifiers, source) of `audit.identifiers_from`: a blacklist directory, a corpus column of gold
     spans, "auto" (the `phi` column when the corpus has one, as the embedded synthetic corpus does) or
-    None; None when there is none to check. `source` describes it without naming a path."""
+    None; None when there is none to check. `training` is the training blacklist. `source` describes it
+    without naming a path."""
     if spec is None or (spec == AUTO and AUTO_COLUMN not in corpus.column_names):
         return None
     if Path(spec).is_dir():
         other = Blacklist.load(spec)
         return Identifiers.from_blacklist(other, reader), f"another blacklist (sha256 {other.digest()[:16]})"
     column = AUTO_COLUMN if spec == AUTO else spec
-    return Identifiers.from_spans(corpus, column, members, segmenter, reader), f"gold spans of corpus column {column!r}"
+    return (Identifiers.from_spans(corpus, column, members, training.segmenter, reader, training),
+            f"gold spans of corpus column {column!r}")
 
 
 def independent_privacy(identifiers: Identifiers, source: str, training: Identifiers, in_audited_text: set[str],
                         predicted: Counter, training_occurrences: dict[str, int], confidence: float) -> dict:
     """`privacy_score` against an independent answer key, and `missed_by_blacklist`: how many of its
-    identifiers in the audited chunks are not among the training blacklist's terms (so training did not
-    protect them outside the documents where it detected them), and how many of those the model predicted."""
+    identifiers in the audited chunks training left unprotected (gold spans: at one occurrence at least;
+    another blacklist: not among the training blacklist's one-word terms), and how many of those the model
+    predicted."""
     figures = privacy_score(identifiers, in_audited_text, predicted, training_occurrences, confidence)
-    missed = {key for key in in_audited_text if key in identifiers.kinds and key not in training.kinds}
+    missed = {key for key in in_audited_text if key in identifiers.kinds
+              and (key in identifiers.unprotected if identifiers.unprotected is not None else key not in training.kinds)}
     leaked = {key for key in missed if predicted[key] > 0}
     return {"source": source, **figures, "missed_by_blacklist": {"identifiers": len(missed), "leaked": len(leaked)}}
 

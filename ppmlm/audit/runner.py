@@ -77,7 +77,7 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
 
     in_training_text = set().union(*(words for user, words in words_by_user.items() if roles[user]))
     training_identifiers = Identifiers.from_blacklist(blacklist, reader)
-    independent = independent_identifiers(config.identifiers_from, corpus, set(split.members), blacklist.segmenter, reader)
+    independent = independent_identifiers(config.identifiers_from, corpus, set(split.members), blacklist, reader)
     figures = {
         "epoch": epoch,
         "model": getattr(model.config, "_name_or_path", None) or None,

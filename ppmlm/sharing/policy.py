@@ -71,7 +71,7 @@ class Check:
             return f"not resolved (needs ≥ {self.needs} non-members)"
         if self.value is None:
             return "not measured"
-        return f"{self.value:.4g}" + (f" [{self.interval[0]:.4g}, {self.interval[1]:.4g}]" if self.interval else "")
+        return f"{self.value:.4f}" + (f" [{self.interval[0]:.4f}, {self.interval[1]:.4f}]" if self.interval else "")
 
     def describe(self) -> str:
         """One phrase for a refusal line, e.g. `loss TPR at 1% FPR (sample) 0.5 [0.3, 0.7] > 0.1`."""
