@@ -164,6 +164,7 @@ class RankLauncher:
                 stacks[f"rank {rank}"] = "exited" if self._read(f"rank{rank}") is not None else "no process, no exit record"
             for pid in pids:
                 stacks[f"rank {rank} (pid {pid})"] = (self._read(f"rank{rank}.stacks") or "") + native_stacks(pid)
+        stacks[f"launcher (pid {launcher.pid})"] = native_stacks(launcher.pid) or "(py-spy not installed)"
         for pid in [*ranks, launcher.pid]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
