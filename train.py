@@ -1,16 +1,20 @@
 """Train a recipe: `python train.py recipe=ppmlm`, or `accelerate launch train.py recipe=ppmlm ...`.
 
 Any configuration key can be overridden (see recipes/config.yaml), e.g. data.path=notes.jsonl
-model.name_or_path=/models/roberta-large train.epochs=2 output_dir=runs/notes.
+model.name_or_path=/models/roberta-large train.epochs=2 output_dir=runs/notes; `--config-dir DIR` trains
+with your own recipe folder instead of the packaged recipes, as `ppmlm train` does.
 """
+import argparse
 import sys
 
+from ppmlm.cli import add_train_arguments
 from ppmlm.errors import PPMLMError
 from ppmlm.training.cli import train_from_overrides
 
 if __name__ == "__main__":
+    args = add_train_arguments(argparse.ArgumentParser(prog="train.py", description=__doc__)).parse_args()
     try:
-        train_from_overrides(sys.argv[1:])
+        train_from_overrides(args.overrides, args.config_dir)
     except PPMLMError as error:
         sys.exit(f"train.py: error: {error}")
     except KeyboardInterrupt:

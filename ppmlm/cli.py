@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ppmlm.corpus.domains import SYNTHETIC_DOMAINS
 from ppmlm.errors import PPMLMError
+from ppmlm.identifiers.profiles import DEFAULT_PROFILE, PROFILES
 
 
 def _synth(args) -> None:
@@ -33,7 +34,7 @@ def _blacklist(args) -> None:
         corpus = load_corpus(args.data, args.text_column, args.user_column, args.doc_id_column)
         blacklist = build_blacklist(
             corpus, k=args.k, n=args.ngram, ner=args.ner, spans_from=args.spans_from,
-            gold_field=args.gold_field, casefold=args.casefold, n_process=args.n_process,
+            gold_field=args.gold_field, casefold=args.casefold, n_process=args.n_process, profile=args.profile,
         )
     blacklist.save(args.out)
     print(blacklist.summary())
@@ -43,7 +44,7 @@ def _blacklist(args) -> None:
 def _train(args) -> None:
     from ppmlm.training.cli import train_from_overrides
 
-    train_from_overrides(args.overrides)
+    train_from_overrides(args.overrides, args.config_dir)
 
 
 def _audit(args) -> None:
@@ -52,7 +53,8 @@ def _audit(args) -> None:
 
     limits = {"max_users_per_side": args.max_users, "max_chunks_per_user": args.max_chunks}
     settings = {key: value or None for key, value in limits.items() if value is not None}  # 0: no limit
-    others = {"maskings": args.maskings, "max_length": args.max_length, "batch_size": args.batch_size, "seed": args.seed}
+    others = {"maskings": args.maskings, "max_length": args.max_length, "batch_size": args.batch_size, "seed": args.seed,
+              "identifiers_from": args.identifiers_from, "bootstrap_resamples": args.bootstrap_resamples}
     settings.update({key: value for key, value in others.items() if value is not None})
     if args.mask_each_word:
         settings["mask_each_word"] = True
@@ -92,6 +94,15 @@ def positive_int(value: str) -> int:
     return number
 
 
+def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The arguments of `ppmlm train`, which train.py takes as well."""
+    parser.add_argument("--config-dir", type=Path, metavar="DIR",
+                        help="your own recipe folder, holding config.yaml and recipe/*.yaml "
+                             "(default: the packaged recipes; ./recipes is read only when named here)")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. recipe=ppmlm train.epochs=2 +new.key=1")
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ppmlm", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -110,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     blacklist.add_argument("--k", type=positive_int, default=2, help="a term used by fewer than k users is an indirect identifier")
     blacklist.add_argument("--ngram", type=positive_int, default=1, help="largest n-gram considered as an indirect identifier")
     blacklist.add_argument("--ner", default="default", help="default | none | spacy:NAME_OR_PATH")
+    blacklist.add_argument("--profile", choices=PROFILES, default=DEFAULT_PROFILE,
+                           help="balanced: protect identifiers, keep common words; high-recall: protect more (docs/ner.md)")
     blacklist.add_argument("--spans-from", help="corpus column holding identifier spans to protect as well")
     blacklist.add_argument("--gold-field", default="phi", help="column of gold spans to measure coverage against, if present")
     blacklist.add_argument("--text-column", default="text")
@@ -120,8 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     blacklist.add_argument("--from", dest="from_dir", help="re-threshold a saved blacklist at a new --k, without reading text")
     blacklist.set_defaults(run=_blacklist)
 
-    train = commands.add_parser("train", help="train with a recipe (same as python train.py)")
-    train.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. recipe=ppmlm train.epochs=2")
+    train = add_train_arguments(commands.add_parser("train", help="train with a recipe (same as python train.py)"))
     train.set_defaults(run=_train)
 
     audit = commands.add_parser("audit", help="audit a checkpoint: privacy score, utility, membership-inference attacks, report")
@@ -140,7 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--mask-each-word", action="store_true", help="mask each word alone instead (slow, strongest)")
     audit.add_argument("--max-length", type=positive_int, help="tokens per chunk (default: the run's train.max_length, else 512)")
     audit.add_argument("--batch-size", type=positive_int, help="sequences per forward pass")
-    audit.add_argument("--seed", type=int, help="seed of the audited users, chunks and maskings")
+    audit.add_argument("--seed", type=int, help="seed of the audited users, chunks, maskings and bootstrap resamples")
+    audit.add_argument("--identifiers-from", metavar="COLUMN|DIR",
+                       help="independent identifiers to check leaks against: a corpus column of gold spans (e.g. phi) or "
+                            "another blacklist directory (default: the run's audit.identifiers_from, else phi when present)")
+    audit.add_argument("--bootstrap-resamples", type=positive_int, help="bootstrap resamples of the users for the intervals")
     audit.add_argument("--text-column")
     audit.add_argument("--user-column")
     audit.add_argument("--doc-id-column")

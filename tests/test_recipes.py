@@ -1,9 +1,12 @@
 """Recipes: the packaged ones, a user's own folder (--config-dir), and composition errors as one line."""
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from ppmlm.cli import main
 from ppmlm.errors import PPMLMError
 from ppmlm.resources import recipes_folder
 from ppmlm.training.cli import compose_config
@@ -83,3 +86,16 @@ def test_recipes_in_the_working_directory_are_read_only_when_named(own_recipes, 
     assert compose_config([]).seed == 42
     assert "./recipes is read only with --config-dir recipes" in capsys.readouterr().err
     assert compose_config([], "recipes").seed == 7
+
+
+def test_ppmlm_train_takes_config_dir_and_fails_in_one_line(own_recipes, capsys):
+    assert main(["train", "--config-dir", str(own_recipes), "recipe=nosuch"]) == 2
+    assert capsys.readouterr().err == ("ppmlm train: error: recipe=nosuch: no such recipe; choose one of mine "
+                                       f"(the files in {own_recipes / 'recipe'})\n")
+
+
+def test_train_script_takes_config_dir_and_fails_in_one_line(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "train.py"), "--config-dir", str(tmp_path), "train.epochs=1"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and done.stderr.startswith(f"train.py: error: --config-dir {tmp_path}: "), done.stderr
+    assert done.stderr.count("\n") == 1

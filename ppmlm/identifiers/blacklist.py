@@ -21,7 +21,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -31,9 +31,11 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ppmlm.errors import BlacklistError, CorpusError
+from ppmlm.identifiers.evidence import EvidenceSettings, evidence_terms, words_tagged
 from ppmlm.identifiers.graph import GraphBuilder, UserTermGraph
 from ppmlm.identifiers.labels import NAME
 from ppmlm.identifiers.ner import Span, load_ner
+from ppmlm.identifiers.profiles import DEFAULT_PROFILE
 from ppmlm.words import WordSegmenter, Words
 
 DIRECT, INDIRECT, BOTH = "direct", "indirect", "both"
@@ -126,6 +128,7 @@ class Blacklist:
         stats = json.loads(json.dumps(self.stats))
         stats["parameters"]["k"] = k
         stats["counts"].update(_term_counts(self.graph, k, terms))
+        stats.pop("gold", None)  # needs the text too
         for key in ("protected_share", "gold_coverage", "gold_coverage_by_label"):
             stats["counts"].pop(key, None)  # these need the text; rebuild to measure them again
         stats["per_user"].update(_indirect_per_user(self.graph, k, terms))
@@ -136,7 +139,8 @@ class Blacklist:
         c = self.stats.get("counts", {})
         p = self.stats.get("parameters", {})
         lines = [
-            f"blacklist (k={p.get('k')}, n={p.get('n')}, ner={p.get('ner')}): "
+            f"blacklist (k={p.get('k')}, n={p.get('n')}, ner={p.get('ner')}, "
+            f"profile={p.get('profile', DEFAULT_PROFILE)}): "
             f"{c.get('users')} users, {c.get('documents')} documents, {c.get('distinct_terms')} distinct terms",
             f"  identifiers: {c.get('direct_terms')} direct, {c.get('indirect_terms')} indirect "
             f"({c.get('both_terms')} both), {c.get('blacklist_terms')} in all",
@@ -148,6 +152,11 @@ class Blacklist:
         if "gold_coverage" in c:
             by_label = ", ".join(f"{label} {share:.0%}" for label, share in c["gold_coverage_by_label"].items())
             lines.append(f"  gold identifier words covered: {c['gold_coverage']:.1%} ({by_label})")
+        gold = self.stats.get("gold")
+        if gold:
+            lines.append(f"  protected words that are not gold identifiers: "
+                         f"{gold['protected_not_gold_share']:.1%} (gold identifiers are {gold['gold_share']:.1%} "
+                         f"of word occurrences)")
         return "\n".join(lines)
 
     def save(self, directory) -> Path:
@@ -344,6 +353,7 @@ def build_blacklist(
     batch_size: int = 64,
     n_process: int = 1,
     progress: bool = True,
+    profile: str = DEFAULT_PROFILE,
 ) -> Blacklist:
     """Direct identifiers (NER and/or a corpus field of spans) and indirect ones (terms of < k users).
 
@@ -353,19 +363,23 @@ def build_blacklist(
     A span is always protected in its own document. Its term is protected everywhere only when it is
     longer than the graph's n-grams or when at least `min_tagged_share` of its occurrences fall in a span:
     one stray NER hit on "daily" or "pain" must not protect every occurrence of the word, while a
-    clinician's surname tagged in most notes is protected in the notes where NER missed it.
+    clinician's surname tagged in most notes is protected in the notes where NER missed it. Corpus evidence
+    (`ppmlm.identifiers.evidence`) then adds the words the corpus shows to be identifiers. `profile`
+    (PROFILES: "balanced" or "high-recall") sets how much the NER and the corpus evidence protect.
     """
     if k < 1 or n < 1:
         raise ValueError("k and n must be at least 1")
     texts, users, doc_ids = corpus["text"], corpus["user_id"], corpus["doc_id"]
-    spans = _direct_spans(corpus, ner, spans_from, batch_size, n_process, progress)
+    spans = _direct_spans(corpus, ner, spans_from, batch_size, n_process, progress, profile)
     segmenter = WordSegmenter(casefold=casefold)
     builder = GraphBuilder(n)
     direct: dict[str, TermEntry] = {}
+    tagged_words: Counter = Counter()
     for words, text, user, doc_id in tqdm(
         zip(segmenter.pipe(texts), texts, users, doc_ids), total=len(texts), desc="graph", disable=not progress
     ):
         builder.add(user, words)
+        tagged_words.update(words_tagged(words, spans.get(doc_id, ())))
         for span in spans.get(doc_id, ()):
             for term in _span_terms(words, span, segmenter):
                 entry = direct.setdefault(term, TermEntry(term, len(term.split(" ")), DIRECT, 0, 0))
@@ -373,26 +387,28 @@ def build_blacklist(
                 if span.label not in entry.labels:
                     entry.labels.append(span.label)
     graph = builder.build()
-    terms = _combine(graph, k, _frequently_tagged(graph, direct, min_tagged_share))
+    direct = _frequently_tagged(graph, direct, min_tagged_share)
+    _add_corpus_evidence(direct, graph, tagged_words, k, ner, profile, casefold)
+    terms = _combine(graph, k, direct)
     blacklist = Blacklist(terms, spans, casefold=casefold, graph=graph)
     gold = _gold_spans(corpus, gold_field) if gold_field and gold_field in corpus.column_names else None
     blacklist.stats = _stats(blacklist, graph, k, corpus, segmenter, gold, progress)
     blacklist.stats["parameters"] = {
         "k": k, "n": n, "ner": ner, "spans_from": spans_from, "casefold": casefold,
-        "min_tagged_share": min_tagged_share,
+        "min_tagged_share": min_tagged_share, "profile": profile,
         "corpus_fingerprint": corpus_fingerprint(corpus),
     }
     return blacklist
 
 
-def _direct_spans(corpus, ner, spans_from, batch_size, n_process, progress) -> dict[str, list[Span]]:
+def _direct_spans(corpus, ner, spans_from, batch_size, n_process, progress, profile) -> dict[str, list[Span]]:
     spans: dict[str, list[Span]] = defaultdict(list)
     if spans_from:
         if spans_from not in corpus.column_names:
             raise CorpusError(f"no column {spans_from!r} to take spans from (columns: {', '.join(corpus.column_names)})")
         for doc_id, doc_spans in _gold_spans(corpus, spans_from).items():
             spans[doc_id].extend(doc_spans)
-    backend = load_ner(ner)
+    backend = load_ner(ner, profile)
     if backend is not None:
         texts = corpus["text"]
         found = backend.spans(texts, batch_size=batch_size, n_process=n_process)
@@ -423,21 +439,39 @@ def _gold_spans(corpus: datasets.Dataset, column: str) -> dict[str, list[Span]]:
 
 
 def _span_terms(words: Words, span: Span, segmenter: WordSegmenter) -> list[str]:
-    """The span's own term (all its term words) and, for names, each of its words on its own:
-    a surname alone ("Mr. Smith") identifies as much as the full name."""
+    """The span's own term (all its term words) and, for names, each of its words on its own but
+    initials: a surname alone ("Mr. Smith") identifies as much as the full name, "C." or "v." nobody."""
     inside = [words.terms[i] for i in np.flatnonzero(words_in_spans(words, [span])) if words.terms[i] is not None]
     if not inside:
         return []
     terms = [" ".join(inside)]
     if span.label == NAME and len(inside) > 1:
         stop_words = segmenter.stop_words
-        terms += [t for t in inside if t.lower() not in stop_words and any(c.isalpha() for c in t)]
+        terms += [t for t in inside if t.lower() not in stop_words and sum(c.isalpha() for c in t) > 1]
     return terms
 
 
+def _add_corpus_evidence(direct: dict[str, TermEntry], graph: UserTermGraph, tagged_words: Counter, k: int,
+                         ner: str, profile: str, casefold: bool) -> None:
+    """Direct entries for the words corpus evidence protects (settings from the NER model directory)."""
+    settings = EvidenceSettings.for_ner(ner, profile)
+    if settings is None:
+        return
+    index = {term: j for j, term in enumerate(graph.terms)}
+    for term, rule in evidence_terms(graph, tagged_words, k, settings, casefold).items():
+        entry = direct.setdefault(term, TermEntry(term, 1, DIRECT, 0, 0, tagged=tagged_words.get(term, 0)))
+        if rule not in entry.labels:
+            entry.labels.append(rule)
+        entry.occurrences = int(graph.occurrences[index[term]])
+
+
 def _frequently_tagged(graph: UserTermGraph, direct: dict[str, TermEntry], min_share: float) -> dict[str, TermEntry]:
+    """Span terms protected everywhere: longer than the graph's n-grams, or tagged in `min_share` of their
+    occurrences; never a number of one to three digits ("92" of "'92", "10" of "'10"), which is a dose or
+    a heart rate elsewhere."""
     index = {term: i for i, term in enumerate(graph.terms)}
-    return {t: e for t, e in direct.items() if t not in index or e.tagged >= min_share * graph.occurrences[index[t]]}
+    return {t: e for t, e in direct.items() if not (t.isdigit() and len(t) < 4)
+            and (t not in index or e.tagged >= min_share * graph.occurrences[index[t]])}
 
 
 def _combine(graph: UserTermGraph, k: int, direct: dict[str, TermEntry]) -> dict[str, TermEntry]:
@@ -486,6 +520,25 @@ def _indirect_per_user(graph: UserTermGraph, k: int, terms: dict[str, TermEntry]
     }
 
 
+def _gold_report(gold_words: dict, gold_union: list[int], protected_words: int, total_words: int) -> dict:
+    """Coverage of the gold identifier words, overall and per category, and the precision of protection:
+    the share of protected word occurrences that are not gold identifiers. Counts and shares only."""
+    covered, gold_total, protected_outside = gold_union
+    return {
+        "word_occurrences": total_words,
+        "gold_words": gold_total,
+        "gold_share": gold_total / max(total_words, 1),
+        "covered_words": covered,
+        "coverage": covered / max(gold_total, 1),
+        "protected_words": protected_words,
+        "protected_share": protected_words / max(total_words, 1),
+        "protected_not_gold_words": protected_outside,
+        "protected_not_gold_share": protected_outside / max(protected_words, 1),
+        "by_label": {label: {"gold_words": total, "covered_words": hit, "coverage": hit / max(total, 1)}
+                     for label, (hit, total) in sorted(gold_words.items())},
+    }
+
+
 def _stats(blacklist: Blacklist, graph: UserTermGraph, k: int, corpus, segmenter, gold, progress) -> dict:
     """Counts and per-user distributions behind the paper's Figures 2, 3, 8 and 10; no terms, no user ids."""
     user_index = {u: i for i, u in enumerate(graph.users)}
@@ -493,6 +546,7 @@ def _stats(blacklist: Blacklist, graph: UserTermGraph, k: int, corpus, segmenter
     direct_per_user: list[set] = [set() for _ in graph.users]
     protected_words = total_words = 0
     gold_words = defaultdict(lambda: [0, 0])  # label -> [protected, total]
+    gold_union = [0, 0, 0]  # gold words: protected, all; then protected words outside every gold span
     for words, text, user, doc_id in tqdm(
         zip(segmenter.pipe(corpus["text"]), corpus["text"], corpus["user_id"], corpus["doc_id"]),
         total=len(corpus), desc="protected share", disable=not progress,
@@ -505,10 +559,16 @@ def _stats(blacklist: Blacklist, graph: UserTermGraph, k: int, corpus, segmenter
         words_per_user[u] += int(is_term.sum())
         for span in blacklist.spans.get(doc_id, ()):
             direct_per_user[u].add(segmenter.term_of(text[span.start:span.end]))
-        for span in (gold or {}).get(doc_id, ()):
-            inside = words_in_spans(words, [span]) & is_term
-            gold_words[span.label][0] += int((inside & protected).sum())
-            gold_words[span.label][1] += int(inside.sum())
+        if gold is not None:
+            doc_gold = gold.get(doc_id, [])
+            for span in doc_gold:
+                inside = words_in_spans(words, [span]) & is_term
+                gold_words[span.label][0] += int((inside & protected).sum())
+                gold_words[span.label][1] += int(inside.sum())
+            any_gold = words_in_spans(words, doc_gold) & is_term
+            gold_union[0] += int((any_gold & protected).sum())
+            gold_union[1] += int(any_gold.sum())
+            gold_union[2] += int((protected & is_term & ~any_gold).sum())
     unigram = graph.term_n == 1
     degrees, first = np.unique(graph.degree[unigram], return_inverse=True)
     counts = {
@@ -522,7 +582,9 @@ def _stats(blacklist: Blacklist, graph: UserTermGraph, k: int, corpus, segmenter
         counts["gold_coverage"] = covered / max(total, 1)
         counts["gold_coverage_by_label"] = {label: v[0] / max(v[1], 1) for label, v in sorted(gold_words.items())}
     counts.update(_term_counts(graph, k, blacklist.terms))
+    report = {"gold": _gold_report(gold_words, gold_union, protected_words, total_words)} if gold is not None else {}
     return {
+        **report,
         "counts": counts,
         "per_user": {
             "words": words_per_user.tolist(),

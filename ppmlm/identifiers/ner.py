@@ -28,16 +28,21 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Protocol, runtime_checkable
 
+import numpy as np
 import spacy
-from spacy.attrs import IS_LOWER, ORTH
+from spacy.attrs import IS_LOWER, LOWER, ORTH
 from spacy.language import Language
 from spacy.util import filter_spans
 
 from ppmlm.errors import PPMLMError
-from ppmlm.identifiers.labels import NAME, HOSPITAL, PHI_LABELS
+from ppmlm.identifiers.labels import HOSPITAL, LOCATION, NAME, PHI_LABELS
+from ppmlm.identifiers.profiles import DEFAULT_PROFILE, PROFILES
+from ppmlm.resources import ner_model_folder
 
-DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[2] / "ner_models" / "clinical_en"
+DEFAULT_MODEL_DIR = ner_model_folder("clinical_en")  # ner_models/clinical_en in the repository
 
+_INITIAL = re.compile(r"^[A-Z]\.?$")
+_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 # a letter next to a digit, or a slash: E1a, DR4, U/mL
 _CODE = re.compile(r"[^\W\d_]\d|\d[^\W\d_]|/")
 _UPPER = re.compile(r"[A-Z]")
@@ -71,12 +76,13 @@ class NERBackend(Protocol):
         ...
 
 
-NERFactory = Callable[[str | None], NERBackend]
+NERFactory = Callable[..., NERBackend]  # (arg) or, registered with profiles=True, (arg, profile)
 _REGISTRY: dict[str, NERFactory] = {}
 
 
-def register_ner(name: str) -> Callable[[NERFactory], NERFactory]:
+def register_ner(name: str, *, profiles: bool = False) -> Callable[[NERFactory], NERFactory]:
     """Register a backend factory under `name`; `load_ner("name:ARG")` calls it with "ARG" (or None).
+    With `profiles=True` it is called with the profile as well (`factory(arg, profile)`).
 
     >>> @register_ner("presidio")
     ... def _presidio(arg):            # returns an object with .name and .spans(...)
@@ -85,16 +91,26 @@ def register_ner(name: str) -> Callable[[NERFactory], NERFactory]:
 
     def decorator(factory: NERFactory) -> NERFactory:
         _REGISTRY[name] = factory
+        if profiles:
+            _PROFILED.add(name)
+        else:
+            _PROFILED.discard(name)
         load_ner.cache_clear()  # a spec may now mean another backend
         return factory
 
     return decorator
 
 
+_PROFILED: set[str] = set()  # backends whose factory takes the profile
+
+
 @lru_cache(maxsize=8)
-def load_ner(spec: str = "default") -> NERBackend | None:
+def load_ner(spec: str = "default", profile: str = DEFAULT_PROFILE) -> NERBackend | None:
     """The NER backend for a spec: "default", "none", "spacy:NAME_OR_PATH", or "NAME[:ARG]" of a
-    registered backend. Loaded once per spec and process (pipelines take a second to build)."""
+    registered backend, at a profile of PROFILES (backends without profiles ignore it). Loaded once per
+    spec, profile and process (pipelines take a second to build)."""
+    if profile not in PROFILES:
+        raise NERError(f"unknown NER profile {profile!r}: expected one of {', '.join(PROFILES)}")
     if spec == "none":
         return None
     name, _, arg = spec.partition(":")
@@ -102,7 +118,7 @@ def load_ner(spec: str = "default") -> NERBackend | None:
     if factory is None:
         known = ", ".join(sorted(["none", *_REGISTRY]))
         raise NERError(f"unknown NER backend {spec!r}: expected one of {known} (as NAME or NAME:ARG)")
-    return factory(arg or None)
+    return factory(arg or None, profile) if name in _PROFILED else factory(arg or None)
 
 
 class SpacyNER:
@@ -188,6 +204,12 @@ class Filters:
         self.name_prefixes = frozenset(config.get("name_prefixes", ()))
         self.hospital_not_before = frozenset(config.get("hospital_not_before", ()))
         self.eponym_nouns = frozenset(config.get("eponym_nouns", ()))
+        self.common_words = read_lists(model_dir, config.get("common_words", ()))
+        self.english_words = read_lists(model_dir, config.get("english_words", ()))
+        self.names = read_lists(model_dir, config.get("names", ()))
+        self.institution_words = frozenset(config.get("institution_words", ()))
+        self.legal_terms = read_lists(model_dir, config.get("legal_terms", ()))
+        self.statute_words = read_lists(model_dir, config.get("statute_words", ()))
         self.stoplist = frozenset()
         if config.get("stoplist"):
             lines = (model_dir / config["stoplist"]).read_text(encoding="utf-8").splitlines()
@@ -215,7 +237,8 @@ class Filters:
         """Whether a statistical entity is kept."""
         label = ent.label_
         if label == "DATE":
-            return self.date_evidence is None or self.date_evidence.search(ent.text) is not None
+            evidence = self.date_evidence is None or self.date_evidence.search(ent.text) is not None
+            return evidence and not self._statute_year(ent)
         if label not in self.proper_labels:
             return True
         tokens = [t for t in ent if not t.is_punct]
@@ -239,9 +262,27 @@ class Filters:
             return False
         if len(tokens) == 1 and self._eponym(ent):
             return False
+        if len(tokens) == 1 and key in self.common_words and _sentence_start(ent.doc, ent.start):
+            return False  # "Brown stool.", "Will follow.": a common word capitalised by its place only
+        words = [t.lower_ for t in tokens if t.is_alpha or "'" in t.text]
+        if any(w in self.statute_words for w in words):
+            return False  # "the Indian Penal Code", "Federal Rules of Civil Procedure": a statute
+        if words and all(w in self.legal_terms or t.is_stop for w, t in zip(words, tokens)):
+            return False  # "the High Court", "the Division Bench": a court title used generically
+        if words and all(w in self.english_words and w not in self.names for w in words) and not any(
+                w in self.institution_words for w in words):
+            return False  # "Bowel", "Progress Note": English words, none a name ("Mercy Hospital" stays)
         if all(t.lower in context.lower_words for t in tokens if t.is_alpha):
             return False  # "Traumatic ..." at a sentence start, written "traumatic" elsewhere in the text
         return True
+
+    def _statute_year(self, ent) -> bool:
+        """"Industrial Disputes Act, 1947": the year that names a statute."""
+        doc = ent.doc
+        i = ent.start - 1
+        if i >= 0 and doc[i].text == ",":
+            i -= 1
+        return i >= 0 and doc[i].lower_ in self.statute_words
 
     def _caps_context(self, ent) -> bool:
         doc = ent.doc
@@ -281,7 +322,9 @@ class _DocContext:
 class RegexRuler:
     """Sets `doc.ents` from one compiled alternation of the rules in a JSONL file.
 
-    A rule is {"label", "id", "starts", "pattern"} and optionally "requires"; a named group `v` in the
+    A rule is {"label", "id", "starts", "pattern"} and optionally "requires", "profiles" (those it runs in;
+    default all), "not_first" and "cut_before" (word lists beside the rules file: leading listed words are
+    stripped from the value, which ends before a `cut_before` word); a named group `v` in the
     pattern marks the part that is the identifier ("MRN: 123" -> "123"). Among rules that can start at a
     position, the first that matches wins, so specific formats are listed before general ones. Matches
     are widened to whole spaCy tokens. `starts` says where a match can begin: "digit" (a digit after a
@@ -298,12 +341,15 @@ class RegexRuler:
         "any": r"(?:\b|(?=[+(#]))",
     }
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, profile: str = DEFAULT_PROFILE):
         lines = Path(path).read_text(encoding="utf-8").splitlines()
         rules = [json.loads(line) for line in lines if line.strip()]
+        rules = [rule for rule in rules if profile in rule.get("profiles", PROFILES)]
         self._alternatives: list[tuple[str, str]] = []  # (starts, named pattern), in file order
         self._requires: dict[int, re.Pattern] = {}  # rule index -> regex a text needs for the rule to run
         self._rules: dict[str, tuple[str, str, str | None]] = {}
+        self._not_first: dict[str, frozenset[str]] = {}  # rule group -> words stripped from a value's start
+        self._cut_before: dict[str, frozenset[str]] = {}  # rule group -> words a value ends before
         for i, rule in enumerate(rules):
             rule_id = rule.get("id", f"regex{i}")
             starts = rule.get("starts", "any")
@@ -319,6 +365,9 @@ class RegexRuler:
             self._rules[f"r{i}"] = (rule["label"], rule_id, value)
             if rule.get("requires"):
                 self._requires[i] = self._compile(path, rule_id, rule["requires"])
+            for key, lists in (("not_first", self._not_first), ("cut_before", self._cut_before)):
+                if rule.get(key):
+                    lists[f"r{i}"] = read_lists(Path(path).parent, rule[key])
         for i, (_, pattern) in enumerate(self._alternatives):  # a bad rule fails at load, named
             self._compile(path, self._rules[f"r{i}"][1], pattern)
         self._path = path
@@ -351,19 +400,230 @@ class RegexRuler:
         spans = []
         text = doc.text
         for match in self._scanner(text).finditer(text):
-            label, rule_id, value = self._rules[match.lastgroup]
+            group = match.lastgroup
+            label, rule_id, value = self._rules[group]
             start, end = match.span(value) if value else match.span()
+            if group in self._not_first or group in self._cut_before:
+                not_first, cut_before = self._not_first.get(group, ()), self._cut_before.get(group, ())
+                start, end = self._trim(text, start, end, not_first, cut_before)
+            if end <= start:
+                continue
             span = doc.char_span(start, end, label=label, span_id=rule_id, alignment_mode="expand")
             if span is not None and len(span):
                 spans.append(span)
         if spans:
-            doc.ents = filter_spans(spans)
+            doc.ents = add_entities(doc, filter_spans(spans))
         return doc
 
+    @staticmethod
+    def _trim(text: str, start: int, end: int, not_first, cut_before) -> tuple[int, int]:
+        """The value without its leading `not_first` words ("comfortably sarah" -> "sarah"; "Floor" -> none),
+        cut before its first `cut_before` word after that ("CMC ICU" -> "CMC")."""
+        words = list(_WORD.finditer(text, start, end))
+        lead = 0
+        while lead < len(words) and words[lead].group().lower() in not_first:
+            lead += 1
+        if lead == len(words):
+            return start, start
+        kept = words[lead:]
+        last = next((i for i, word in enumerate(kept) if i and word.group().lower() in cut_before), len(kept))
+        return kept[0].start(), (end if last == len(kept) else kept[last - 1].end())
 
-@Language.factory("ppmlm_regex_ruler", default_config={"path": ""})
-def _make_regex_ruler(nlp: Language, name: str, path: str) -> RegexRuler:
-    return RegexRuler(path)
+
+def add_entities(doc, spans) -> list:
+    """`doc.ents` with `spans` added where they overlap no entity already set: an earlier component wins."""
+    if not doc.ents:
+        return list(spans)
+    taken = np.zeros(len(doc) + 1, dtype=bool)
+    for ent in doc.ents:
+        taken[ent.start:ent.end] = True
+    return [*doc.ents, *(span for span in spans if not taken[span.start:span.end].any())]
+
+
+@Language.factory("ppmlm_regex_ruler", default_config={"path": "", "profile": DEFAULT_PROFILE})
+def _make_regex_ruler(nlp: Language, name: str, path: str, profile: str) -> RegexRuler:
+    return RegexRuler(path, profile)
+
+
+def read_words(path: Path) -> frozenset[str]:
+    """The entries of a word list, lower-cased: one or more per line, whitespace-separated; # starts a
+    comment line."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return frozenset(word.lower() for line in lines if not line.startswith("#") for word in line.split())
+
+
+def read_lists(model_dir: Path, files: Iterable[str] | str) -> frozenset[str]:
+    """The union of word lists of a model directory (one file name or several)."""
+    files = [files] if isinstance(files, str) else files
+    return frozenset().union(*(read_words(Path(model_dir) / name) for name in files))
+
+
+def _sentence_start(doc, i: int) -> bool:
+    """Token i starts a sentence, a line or a list item: its capital says nothing."""
+    if i == 0:
+        return True
+    previous = doc[i - 1]
+    breaks = (".", "!", "?", ":", ";", "-", "*", "•", ")")
+    return previous.is_space or previous.text in breaks or "\n" in previous.whitespace_
+
+
+class NameGazetteer:
+    """NAME spans for the first and last names of a gazetteer, with the ambiguity rule.
+
+    A name that is also a common English or clinical word (`common_words`: "May", "Hope", "Ward",
+    "Walker") counts only with context: a name beside it ("Bill Smith"), a name context before it ("wife",
+    "spoke with", "per"), a credential after it ("RN"), or a capital inside mixed-case text away from a
+    sentence start (not for `always_capitalised` words: "in May"). Other names count capitalised, in
+    capitals, and in lower case in lower-case text or with context (`lower_case: "anywhere"` accepts them
+    everywhere). Names listed in `stoplist` or followed by an eponym noun ("Murphy sign") never count.
+    """
+
+    def __init__(self, nlp: Language, model_dir: Path, config: dict, eponym_nouns: Iterable[str] = ()):
+        strings = nlp.vocab.strings
+        names = read_lists(model_dir, config["names"])
+        self._name_ids = np.array(sorted(strings.add(name) for name in names), dtype=np.uint64)
+        excluded = read_words(model_dir / config["stoplist"]) if config.get("stoplist") else frozenset()
+        self.excluded = excluded | frozenset(eponym_nouns)
+        self.common = read_words(model_dir / config["common_words"])
+        self.context_before = frozenset(config.get("context_before", ()))
+        self.context_after = frozenset(config.get("context_after", ()))
+        self.eponym_nouns = frozenset(eponym_nouns)
+        self.lower_case = config.get("lower_case", "context")
+        self.ambiguous_alone = config.get("ambiguous_alone", False)
+        self.always_capitalised = frozenset(config.get("always_capitalised", ()))
+        self.label_after = {word: label for file_name, label in config.get("label_after", {}).items()
+                            for word in read_words(model_dir / file_name)}
+
+    def __call__(self, doc):
+        if not len(doc):
+            return doc
+        lowers = doc.to_array(LOWER)
+        at = np.minimum(np.searchsorted(self._name_ids, lowers), len(self._name_ids) - 1)
+        found = np.flatnonzero(self._name_ids[at] == lowers)  # a sorted lookup: np.isin sorts the list every call
+        if not len(found):
+            return doc
+        context = _DocContext(doc, doc.text)
+        candidates = {int(i): doc[int(i)] for i in found if doc[int(i)].lower_ not in self.excluded}
+        accepted = {i for i, token in candidates.items() if self._alone(doc, i, token, context)}
+        for i, token in candidates.items():  # beside an accepted name, written the same way ("Bill Smith")
+            if i not in accepted and len(token) > 1 and (
+                    self._same_shape(token, doc, i - 1, accepted) or self._same_shape(token, doc, i + 1, accepted)):
+                accepted.add(i)
+        spans = []
+        for i in sorted(accepted):
+            if spans and spans[-1][1] == i:
+                spans[-1][1] = i + 1
+            else:
+                start = i - 1 if i and _INITIAL.match(doc[i - 1].text) else i
+                spans.append([start, i + 1])  # with an initial before it: "J Smith", "C. Day"
+        doc.ents = add_entities(doc, [self._span(doc, start, end) for start, end in spans])
+        return doc
+
+    def _span(self, doc, start: int, end: int):
+        """A NAME span, or with the word after it a street or a company ("Smith Garden", "Smith Group")."""
+        after = doc[end] if end < len(doc) else None
+        label = self.label_after.get(after.lower_) if after is not None and not after.is_lower else None
+        if label is not None:
+            return doc.char_span(doc[start].idx, after.idx + len(after), label=label, span_id="gazetteer:names")
+        return doc.char_span(doc[start].idx, doc[end - 1].idx + len(doc[end - 1]), label=NAME, span_id="gazetteer:names")
+
+    def _alone(self, doc, i: int, token, context_of_doc: "_DocContext") -> bool:
+        """Whether the token is a name on its own evidence (without a name beside it)."""
+        if i + 1 < len(doc) and doc[i + 1].lower_ in self.eponym_nouns:
+            return False
+        context = self._context(doc, i)
+        ambiguous = token.lower_ in self.common or len(token) < 3
+        if token.is_title:
+            if context or (not _sentence_start(doc, i) and not doc[i + 1:i + 2].text.istitle()
+                           and token.lower_ not in self.always_capitalised):
+                return True  # "seen by Bill", "wife Hope": capitalised inside a sentence or in a name context
+            return not ambiguous or self.ambiguous_alone
+        if token.is_upper:
+            return context or not ambiguous or (self.ambiguous_alone and len(token) > 2)
+        if token.is_lower:
+            return context or (not ambiguous and (self.lower_case == "anywhere" or context_of_doc.lower_case))
+        return False
+
+    def _context(self, doc, i: int) -> bool:
+        before = doc[i - 1].lower_ if i else ""
+        if before in (",", ":") and i > 1:
+            before = doc[i - 2].lower_
+        after = doc[i + 1].lower_ if i + 1 < len(doc) else ""
+        if after == "," and i + 2 < len(doc):
+            after = doc[i + 2].lower_
+        return before in self.context_before or after in self.context_after
+
+    @staticmethod
+    def _same_shape(token, doc, j: int, accepted: set[int]) -> bool:
+        if j not in accepted:
+            return False
+        other = doc[j]
+        return (token.is_title and other.is_title) or (token.is_upper and other.is_upper) or (token.is_lower and other.is_lower)
+
+
+@Language.factory("ppmlm_name_gazetteer", default_config={"model_dir": "", "config": {}, "eponym_nouns": []})
+def _make_name_gazetteer(nlp: Language, name: str, model_dir: str, config: dict, eponym_nouns: list) -> NameGazetteer:
+    return NameGazetteer(nlp, Path(model_dir), config, eponym_nouns)
+
+
+class PlaceNames:
+    """LOCATION spans for town names built like most US ones: a person's name and a place suffix
+    ("Jacksonville", "Georgetown", "Allenville", "Kevinton"), or a direction or water word before a name
+    ("West Adamburgh", "Lake Jessica", "South Micheal"). Capitalised or in capitals; in lower case only in
+    lower-case text. Words listed in `common_words` (everyday words that parse this way) never count.
+    """
+
+    def __init__(self, model_dir: Path, config: dict):
+        self.stems = read_lists(model_dir, config["names"])
+        self.common = read_words(model_dir / config["common_words"])
+        suffixes = sorted(config["suffixes"], key=len, reverse=True)
+        self.suffixes = tuple(suffixes)
+        self.prefixes = frozenset(config["prefixes"])
+        self._candidate = re.compile(r"(?i)\b[^\W\d_]{2,}(?:" + "|".join(map(re.escape, suffixes)) + r")\b")
+
+    def _is_place_word(self, word: str) -> bool:
+        lower = word.lower()
+        if lower in self.common or lower in self.stems:
+            return False
+        return any(lower.endswith(suffix) and lower[: -len(suffix)] in self.stems
+                   for suffix in self.suffixes if len(lower) - len(suffix) >= 3)
+
+    def __call__(self, doc):
+        text = doc.text
+        lower_text = None
+        spans = []
+        for match in self._candidate.finditer(text):
+            word = match.group()
+            if word.islower():
+                if lower_text is None:
+                    lower_text = _DocContext(doc, text).lower_case
+                if not lower_text:
+                    continue
+            if self._is_place_word(word):
+                span = doc.char_span(match.start(), match.end(), label=LOCATION, span_id="places:suffix")
+                if span is not None:
+                    spans.append(span)
+        spans += self._prefixed(doc)
+        if spans:
+            doc.ents = add_entities(doc, filter_spans(spans))
+        return doc
+
+    def _prefixed(self, doc) -> list:
+        """"West Adamburgh": a prefix, then a name or a place word written the same way."""
+        found = []
+        for token in doc[:-1]:
+            if token.lower_ in self.prefixes and not token.is_lower:
+                following = doc[token.i + 1]
+                same_case = following.is_title if token.is_title else following.is_upper
+                word = following.lower_
+                if same_case and word not in self.common and (word in self.stems or self._is_place_word(word)):
+                    found.append(doc[token.i : token.i + 2])
+        return [doc.char_span(s.start_char, s.end_char, label=LOCATION, span_id="places:prefix") for s in found]
+
+
+@Language.factory("ppmlm_place_names", default_config={"model_dir": "", "config": {}})
+def _make_place_names(nlp: Language, name: str, model_dir: str, config: dict) -> PlaceNames:
+    return PlaceNames(Path(model_dir), config)
 
 
 RULE_SPANS = "ppmlm_rules"  # doc.spans key holding the rules' entities while the statistical NER runs
@@ -390,34 +650,63 @@ def restore_rule_ents(doc):
     return doc
 
 
-def build_rules_pipeline(model_dir: str | Path = DEFAULT_MODEL_DIR) -> SpacyNER:
-    """The default backend from a directory laid out like `ner_models/clinical_en` (see its README)."""
-    model_dir = Path(model_dir)
-    config_path = model_dir / "pipeline.json"
+def pipeline_config(model_dir: str | Path = DEFAULT_MODEL_DIR, profile: str = DEFAULT_PROFILE) -> dict:
+    """pipeline.json of a model directory with the profile's settings merged into its components."""
+    config_path = Path(model_dir) / "pipeline.json"
     if not config_path.is_file():
         raise NERError(f"NER model directory {model_dir} has no pipeline.json")
     config = json.loads(config_path.read_text(encoding="utf-8"))
+    profiles = config.pop("profiles", {})
+    if profile not in profiles and profile != DEFAULT_PROFILE:
+        raise NERError(f"{config_path} has no profile {profile!r} (it has {', '.join(profiles) or 'none'})")
+    for component, settings in profiles.get(profile, {}).items():
+        config[component] = {**config[component], **settings} if isinstance(settings, dict) else settings
+    return config
+
+
+def build_rules_pipeline(model_dir: str | Path = DEFAULT_MODEL_DIR, profile: str = DEFAULT_PROFILE) -> SpacyNER:
+    """The default backend from a directory laid out like `ner_models/clinical_en` (see its README).
+
+    Components, in order: regex rules, token patterns and phrase gazetteers, place names, context
+    patterns, the name gazetteer (each keeps the spans of those before it); then the statistical NER,
+    which predicts around their spans.
+    """
+    model_dir = Path(model_dir)
+    config = pipeline_config(model_dir, profile)
     model = config["spacy_model"]
     try:
         nlp = spacy.load(model, exclude=config.get("exclude", []))
     except OSError as error:
-        raise NERError(f"spaCy model {model!r} named in {config_path} is not installed: {error}") from error
+        raise NERError(f"spaCy model {model!r} named in {model_dir / 'pipeline.json'} is not installed: {error}") from error
     first = "ner" if "ner" in nlp.pipe_names else None
-    regex_config = {"path": str(model_dir / config["regex_patterns"])}
-    nlp.add_pipe("ppmlm_regex_ruler", config=regex_config, before=first)
+
+    def add_regex_ruler(rules: str) -> None:
+        nlp.add_pipe("ppmlm_regex_ruler", name=f"ppmlm_{rules}", before=first,
+                     config={"path": str(model_dir / config[rules]), "profile": profile})
+
+    add_regex_ruler("regex_patterns")
     ruler_config = {"overwrite_ents": False, "phrase_matcher_attr": "LOWER"}
-    ruler = nlp.add_pipe("entity_ruler", after="ppmlm_regex_ruler", config=ruler_config)
+    ruler = nlp.add_pipe("entity_ruler", before=first, config=ruler_config)
     ruler.from_disk(model_dir / config["token_patterns"])
     for file_name, label in config.get("gazetteers", {}).items():
         lines = (model_dir / file_name).read_text(encoding="utf-8").splitlines()
         phrases = [x.strip() for x in lines if x.strip() and not x.startswith("#")]
         ruler.add_patterns([{"label": label, "pattern": x, "id": f"gazetteer:{file_name}"} for x in phrases])
+    if config.get("place_names"):
+        nlp.add_pipe("ppmlm_place_names", before=first, config={"model_dir": str(model_dir), "config": config["place_names"]})
+    if config.get("context_patterns"):
+        add_regex_ruler("context_patterns")
+    eponym_nouns = config.get("filters", {}).get("eponym_nouns", [])
+    if config.get("name_gazetteer"):
+        nlp.add_pipe("ppmlm_name_gazetteer", before=first, config={
+            "model_dir": str(model_dir), "config": config["name_gazetteer"], "eponym_nouns": eponym_nouns})
     if first is not None:
         nlp.add_pipe("ppmlm_block_rule_ents", before=first)
         nlp.add_pipe("ppmlm_restore_rule_ents", after=first)
     labels = _read_labels(model_dir / config["labels"])
     filters = Filters(config["filters"], model_dir) if config.get("filters") else None
-    return SpacyNER(nlp, labels, name=f"default:{model_dir.name}", filters=filters)
+    name = f"default:{model_dir.name}" + ("" if profile == DEFAULT_PROFILE else f"@{profile}")
+    return SpacyNER(nlp, labels, name=name, filters=filters)
 
 
 def _read_labels(path: Path) -> dict[str, str | None]:
@@ -428,10 +717,10 @@ def _read_labels(path: Path) -> dict[str, str | None]:
     return mapping
 
 
-@register_ner("default")
-def _default_backend(arg: str | None) -> SpacyNER:
+@register_ner("default", profiles=True)
+def _default_backend(arg: str | None, profile: str = DEFAULT_PROFILE) -> SpacyNER:
     """Our pipeline; `default:DIR` builds it from another directory with the same layout."""
-    return build_rules_pipeline(arg or DEFAULT_MODEL_DIR)
+    return build_rules_pipeline(arg or DEFAULT_MODEL_DIR, profile)
 
 
 @register_ner("spacy")

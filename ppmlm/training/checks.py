@@ -15,6 +15,7 @@ from ppmlm.audit.config import AuditConfig
 from ppmlm.corpus.domains import SYNTHETIC_DOMAINS
 from ppmlm.corpus.split import UserSplit
 from ppmlm.errors import ConfigError, CorpusError
+from ppmlm.identifiers.profiles import PROFILES
 from ppmlm.masking.variants import VARIANTS
 
 ACCOUNTANT_NAMES = ("rdp", "prv")
@@ -41,6 +42,7 @@ def check_training_config(cfg) -> None:
     _integer(cfg, "blacklist.n_process", minimum=1)
     _choice(cfg, "blacklist.casefold", (None, True, False))
     _text(cfg, "blacklist.ner")
+    _choice(cfg, "blacklist.profile", PROFILES)
     _existing_path(cfg, "blacklist.path", "a saved blacklist directory (ppmlm blacklist --out)")
     _choice(cfg, "masking.variant", tuple(VARIANTS))
     _number(cfg, "masking.mlm_probability", low=0, high=1, low_open=True)
@@ -89,9 +91,10 @@ def check_audit_config(cfg) -> None:
     if reference == "base" and cfg.model.config is not None:
         raise ConfigError("audit.reference=base: this run builds its model from model.config, so there is no starting "
                           "checkpoint to compare with; use population, none or a checkpoint directory")
+    _number(cfg, "audit.confidence", low=0, high=1, low_open=True, high_open=True)
     for field in fields(AuditConfig):
         if field.name in cfg.audit and field.type in ("int", "int | None"):
-            _integer(cfg, f"audit.{field.name}", minimum=0 if field.name == "seed" else 1,
+            _integer(cfg, f"audit.{field.name}", minimum=0 if field.name in ("seed", "bootstrap_resamples") else 1,
                      nullable=field.type == "int | None")
     try:
         AuditConfig.from_run_config(cfg)

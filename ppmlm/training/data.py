@@ -15,6 +15,7 @@ from ppmlm.corpus.loading import load_corpus
 from ppmlm.corpus.split import UserSplit, split_users
 from ppmlm.features import build_features
 from ppmlm.identifiers.blacklist import Blacklist, build_blacklist, corpus_fingerprint
+from ppmlm.identifiers.profiles import DEFAULT_PROFILE
 from ppmlm.masking.variants import Variant, protected_view, pseudonymize
 from ppmlm.training.checks import check_enough_users
 
@@ -57,7 +58,7 @@ def members_blacklist(members: datasets.Dataset, cfg, casefold: bool, accelerato
     if bl.path:
         return Blacklist.load(bl.path)
     params = {"k": bl.k, "n": bl.n, "ner": bl.ner, "spans_from": bl.spans_from, "casefold": casefold,
-              "ner_rules": ner_rules_digest(bl.ner)}
+              "ner_rules": ner_rules_digest(bl.ner), "profile": bl.get("profile", DEFAULT_PROFILE)}
     key = hashlib.blake2b(
         (corpus_fingerprint(members) + json.dumps(params, sort_keys=True)).encode(), digest_size=12
     ).hexdigest()
@@ -68,7 +69,7 @@ def members_blacklist(members: datasets.Dataset, cfg, casefold: bool, accelerato
                 accelerator.print(f"building the blacklist of {len(set(members['user_id']))} training users")
                 blacklist = build_blacklist(
                     members, k=bl.k, n=bl.n, ner=bl.ner, spans_from=bl.spans_from,
-                    casefold=casefold, n_process=bl.n_process,
+                    casefold=casefold, n_process=bl.n_process, profile=params["profile"],
                 )
                 blacklist.stats["parameters"]["ner_rules"] = params["ner_rules"]  # so `ppmlm audit` finds this entry
                 blacklist.save(directory)
