@@ -7,17 +7,21 @@ the loop thread to acknowledge each close. It runs when the group's last referen
 holds more: its C++ `Reducer` and the wrapper's `process_group`, alive as long as the DDP module is: in the
 trainer, the classifier's `model`, accelerate's `_models`, all locals of the function that trained. Ended
 first, the group was really destroyed later, when those locals went with `train()`'s return: inside
-`~Reducer`, on the main thread, holding the GIL, while the peer was exiting and closing its end of the
-connections. Under load that destructor was seen never to return (issue 10: rank 1 blocked in
-`~ProcessGroupGloo` from `~Reducer`, rank 0 gone).
+`~Reducer`, on the main thread, which pybind11's deallocation leaves holding the GIL. Under load that
+destructor never returned (issue 10; reproduced in 2 of 30 runs of bench/stress_ddp.py next to 6 CPU
+burners): rank 0 gone, rank 1's main thread in `std::thread::join` in `~ProcessGroupGloo` from `~Reducer`,
+and one more Python thread state with no Python frame, a C++ thread waiting for that GIL. A gloo worker
+that still needs the GIL to finish its last work (presumably to free a tensor whose Python object it
+ended up owning) cannot be joined by a thread that holds it: a deadlock, whenever a worker lags on a loaded machine.
 
 So `end_processes` fixes the order: (1) the caller drops what it holds of the prepared objects (its
 trainer's `close()`, or `del`); (2) accelerate's references to them go too (`free_memory` and the objects
 registered for checkpointing), then a collection, for reference cycles such as Opacus's hooks; (3) a
-barrier: every rank is done with the group and no collective is in flight; (4) the group is destroyed, and
-with no other reference left its destructor runs there, while both ranks are alive and waiting for each
-other. A reference still held is reported rather than left to hang a later exit. A run nested in another
-(the audit's reference model, trained inside `train()`) leaves the group to the outer run: `nested_run`.
+barrier: every rank is done with the group, no collective is in flight, and while it waits the GIL is free
+for any worker finishing an earlier one; (4) the group is destroyed, and with no other reference left its
+destructor runs there, its last work a barrier that holds no Python object. A reference still held is
+reported rather than left to hang a later exit. A run nested in another (the audit's reference model,
+trained inside `train()`) leaves the group to the outer run: `nested_run`.
 
 `torch.distributed.nn` is imported here, before any group exists: its functions take `group=group.WORLD`
 as a default argument, evaluated at import. Imported after the group exists (DDP imports it when it wraps
