@@ -6,6 +6,8 @@ import os
 import sys
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
 from ppmlm.corpus.domains import SYNTHETIC_DOMAINS
 from ppmlm.errors import PPMLMError
 from ppmlm.identifiers.profiles import DEFAULT_PROFILE, PROFILES
@@ -187,6 +189,8 @@ def main(argv=None) -> int:
         print(f"ppmlm {args.command}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        for bar in list(tqdm._instances):  # a progress bar cut short leaves its line open: end it first
+            bar.close()
         hint = "; the same command resumes from the last complete checkpoint" if args.command == "train" else ""
         print(f"ppmlm {args.command}: interrupted{hint}", file=sys.stderr)
         return 130
