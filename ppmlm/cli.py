@@ -6,8 +6,6 @@ import os
 import sys
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 from ppmlm.corpus.domains import SYNTHETIC_DOMAINS
 from ppmlm.errors import PPMLMError
 from ppmlm.identifiers.profiles import DEFAULT_PROFILE, PROFILES
@@ -189,10 +187,9 @@ def main(argv=None) -> int:
         print(f"ppmlm {args.command}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        for bar in list(tqdm._instances):  # a progress bar cut short leaves its line open: end it first
-            bar.close()
         hint = "; the same command resumes from the last complete checkpoint" if args.command == "train" else ""
-        print(f"ppmlm {args.command}: interrupted{hint}", file=sys.stderr)
+        # on a line of its own: a progress bar cut short leaves its line open
+        print(f"\nppmlm {args.command}: interrupted{hint}", file=sys.stderr)
         return 130
     return 0
 
