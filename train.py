@@ -9,7 +9,7 @@ import sys
 
 from ppmlm.cli import add_train_arguments
 from ppmlm.errors import PPMLMError
-from ppmlm.training.cli import train_from_overrides
+from ppmlm.pipeline import train_from_overrides
 
 if __name__ == "__main__":
     args = add_train_arguments(argparse.ArgumentParser(prog="train.py", description=__doc__)).parse_args()

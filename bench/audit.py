@@ -41,19 +41,20 @@ from transformers import AutoTokenizer  # noqa: E402
 
 from ppmlm.audit import AuditConfig, audit_checkpoint  # noqa: E402
 from ppmlm.audit.command import training_blacklist  # noqa: E402
+from ppmlm.corpus.domains import load_run_corpus  # noqa: E402
 from ppmlm.corpus.split import UserSplit  # noqa: E402
 from ppmlm.identifiers.blacklist import Blacklist  # noqa: E402
-from ppmlm.training import train  # noqa: E402
-from ppmlm.training.cli import compose_config  # noqa: E402
-from ppmlm.training.data import load_run_corpus  # noqa: E402
+from ppmlm.pipeline import compose_config, train  # noqa: E402
+from ppmlm.rundir import RunDirectory  # noqa: E402
 
 TINY = ["+model.config={model_type: bert, hidden_size: 64, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 128}",
         "train.max_length=128"]
 
 
 def epoch_seconds(run_dir: Path) -> float:
-    ready = (run_dir / "split.json").stat().st_mtime
-    ends = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if '"epoch_end"' in line]
+    run = RunDirectory(run_dir)
+    ready = run.split.stat().st_mtime
+    ends = [json.loads(line) for line in run.metrics.read_text().splitlines() if '"epoch_end"' in line]
     return ends[-1]["time"] - ready
 
 
@@ -72,7 +73,7 @@ def main() -> None:
         training = epoch_seconds(run_dir)
         checkpoint = run_dir / "checkpoints" / "epoch-1"
         corpus = load_run_corpus(cfg.data, cfg.seed)
-        split = UserSplit.load(run_dir / "split.json")
+        split = UserSplit.load(RunDirectory(run_dir).split)
         blacklist = Blacklist.load(training_blacklist(cfg, corpus, split, AutoTokenizer.from_pretrained(str(checkpoint))))
         config = AuditConfig.from_run_config(cfg, progress=False)
         timings = []

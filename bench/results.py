@@ -33,6 +33,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
+from ppmlm.rundir import RunDirectory  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = {
     "mlm": ["recipe=mlm"],
@@ -89,9 +91,10 @@ def sweep_points(args) -> list[tuple[int, int]]:
 
 
 def finished(run: Run, epochs: int) -> bool:
+    directory = RunDirectory(run.directory)
     if run.name == "reference":
-        return (run.directory / "checkpoints" / f"epoch-{epochs}" / "complete").exists()
-    return (run.directory / "audit" / f"epoch-{epochs}.json").exists()
+        return epochs in directory.complete_epochs()
+    return directory.audit_of(epochs).exists()
 
 
 def train(run: Run, launcher: list[str], epochs: int) -> None:
@@ -112,19 +115,20 @@ def train(run: Run, launcher: list[str], epochs: int) -> None:
 
 def collect(run: Run) -> dict:
     """The run's figures per epoch, from its audit JSON and metrics.jsonl: what docs/results.md shows."""
-    ends = {line["epoch"]: line for line in map(json.loads, (run.directory / "metrics.jsonl").read_text().splitlines())
+    directory = RunDirectory(run.directory)
+    ends = {line["epoch"]: line for line in map(json.loads, directory.metrics.read_text().splitlines())
             if line.get("event") == "epoch_end"}
     epochs = []
     for epoch in sorted(ends):
-        audit = json.loads((run.directory / "audit" / f"epoch-{epoch}.json").read_text())
+        audit = json.loads(directory.audit_of(epoch).read_text())
         for private in ("model", "reference"):
             audit.pop(private, None)  # local paths
         epochs.append({"epoch": epoch, "train_seconds": ends[epoch].get("train_seconds"),
                        "epsilon": ends[epoch].get("epsilon"), **audit})
-    blacklist = json.loads((run.directory / "blacklist.json").read_text())
-    config = OmegaConf.load(run.directory / "config.yaml")
+    blacklist = json.loads(directory.blacklist_summary.read_text())
+    config = OmegaConf.load(directory.config)
     # from the resolved config (written once data and blacklist are ready) to the last audit
-    wall = (run.directory / "audit" / f"epoch-{epochs[-1]['epoch']}.json").stat().st_mtime - (run.directory / "config.yaml").stat().st_mtime
+    wall = directory.audit_of(epochs[-1]["epoch"]).stat().st_mtime - directory.config.stat().st_mtime
     settings = {"model": config.model.name_or_path, **{key: config.train[key] for key in
                 ("epochs", "batch_size", "max_length", "lr", "head_lr")}, "dp": config.train.dp.enabled}
     return {"domain": run.domain, "run": run.name, "sweep": run.sweep, "overrides": run.overrides,

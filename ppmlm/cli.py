@@ -42,7 +42,7 @@ def _blacklist(args) -> None:
 
 
 def _train(args) -> None:
-    from ppmlm.training.cli import train_from_overrides
+    from ppmlm.pipeline import train_from_overrides
 
     train_from_overrides(args.overrides, args.config_dir)
 
@@ -50,6 +50,7 @@ def _train(args) -> None:
 def _audit(args) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models are local; the Hub is never contacted
     from ppmlm.audit.command import audit_command
+    from ppmlm.pipeline import train_reference
 
     limits = {"max_users_per_side": args.max_users, "max_chunks_per_user": args.max_chunks}
     settings = {key: value or None for key, value in limits.items() if value is not None}  # 0: no limit
@@ -60,7 +61,7 @@ def _audit(args) -> None:
         settings["mask_each_word"] = True
     columns = {"text_column": args.text_column, "user_column": args.user_column, "doc_id_column": args.doc_id_column}
     audit_command(args.model, args.data, args.blacklist, args.out, reference=args.reference, split=args.split,
-                  epoch=args.epoch, columns=columns, settings=settings)
+                  epoch=args.epoch, columns=columns, settings=settings, train_reference=train_reference)
     print(f"wrote {args.out} (the scores files and .salt are sensitive; report.html and epoch-N.json hold counts only)")
 
 

@@ -260,7 +260,7 @@ def test_a_leak_the_blacklist_misses_is_found_by_the_independent_audit(memorizat
 
 
 def test_reference_configuration_and_cache(tmp_path):
-    from ppmlm.training.cli import compose_config
+    from ppmlm.pipeline import compose_config
 
     base = [TINY, "data.synth_users=6", f"++audit.reference_cache_dir={tmp_path}"]
     cfg = compose_config([*base, "++data.train_users=members", "output_dir=runs/a"])
@@ -271,11 +271,13 @@ def test_reference_configuration_and_cache(tmp_path):
     other = reference_config(compose_config([*base, "++data.train_users=members", "train.lr=0.01"]))
     assert same.output_dir == reference.output_dir != other.output_dir  # where and how a run logs is not in the key
     with pytest.raises(PPMLMError, match="no reference model"):
-        reference_checkpoint(cfg, train_missing=False)
+        reference_checkpoint(cfg)  # no trainer given: the audit never trains one itself
     final = Path(reference.output_dir) / "checkpoints" / f"epoch-{cfg.train.epochs}"
+    trained = []
+    assert reference_checkpoint(cfg, train=trained.append) == final and trained == [reference]
     final.mkdir(parents=True)
     (final / "complete").write_text("{}")
-    assert reference_checkpoint(cfg, train_missing=False) == final
+    assert reference_checkpoint(cfg) == final
     assert resolve_reference("none", cfg) is None and resolve_reference(None) is None
     with pytest.raises(PPMLMError, match="starting checkpoint"):
         resolve_reference("base", cfg)  # a model built from a config has none
@@ -291,8 +293,7 @@ def audited_run(tmp_path_factory):
     from transformers import AutoTokenizer
 
     from ppmlm.corpus.synth import generate_corpus, write_jsonl
-    from ppmlm.training.cli import compose_config
-    from ppmlm.training.loop import train
+    from ppmlm.pipeline import compose_config, train
 
     tmp = tmp_path_factory.mktemp("audited_run")
     corpus = tmp / "corpus.jsonl"
@@ -380,7 +381,7 @@ def test_every_figure_recomputes_from_the_scores_files(audited_run):
 def test_training_epoch_audit_follows_the_run_configuration(audited_run):
     """What the training loop calls after each checkpoint: settings from cfg.audit, outputs in <output_dir>/audit."""
     from ppmlm.audit import audit_training_epoch
-    from ppmlm.training.cli import compose_config
+    from ppmlm.pipeline import compose_config
     from ppmlm.training.data import RunData
 
     output = audited_run.tmp / "loop"
@@ -388,7 +389,10 @@ def test_training_epoch_audit_follows_the_run_configuration(audited_run):
                           "++audit.max_users_per_side=3", "++audit.maskings=4", "++audit.seed=7", "++audit.progress=false"])
     run_data = RunData(load_corpus(audited_run.corpus), UserSplit.load(audited_run.run / "split.json"),
                        Blacklist.load(audited_run.blacklist), features=None)
-    figures = audit_training_epoch(cfg, run_data, audited_run.run / "checkpoints" / "epoch-1", 1, epsilon={"rdp": 3.5, "delta": 1e-5})
+    checkpoint = output / "epoch-1"  # a DP run's checkpoint: privacy.json beside the weights
+    shutil.copytree(audited_run.run / "checkpoints" / "epoch-1", checkpoint)
+    (checkpoint / "privacy.json").write_text(json.dumps({"epsilon": {"rdp": 3.5}, "privacy": {"delta": 1e-5}}))
+    figures = audit_training_epoch(cfg, run_data, checkpoint, 1)
     assert json.loads((output / "audit" / "epoch-1.json").read_text()) == figures
     assert figures["audited"]["member_users"] == 3 and figures["audited"]["maskings_per_sample"] == 4
     assert figures["config"]["max_length"] == 64 and figures["config"]["seed"] == 7

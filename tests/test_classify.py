@@ -17,7 +17,7 @@ from ppmlm.cli import main
 from ppmlm.corpus.synth import generate_corpus
 from ppmlm.downstream.classify import class_order, freeze_all_but_top, source_name
 from ppmlm.errors import PPMLMError
-from ppmlm.training.cli import train_from_overrides
+from ppmlm.pipeline import train_from_overrides
 
 ROOT = Path(__file__).resolve().parents[1]
 MEDICAL = ROOT.parent / "shared" / "data" / "medical_abstracts"

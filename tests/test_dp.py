@@ -13,8 +13,7 @@ from ppmlm.errors import PPMLMError
 from ppmlm.features import FEATURE_COLUMNS, build_features
 from ppmlm.masking.collator import PrivacyMaskingCollator
 from ppmlm.training import dp
-from ppmlm.training.cli import compose_config
-from ppmlm.training.loop import train
+from ppmlm.pipeline import compose_config, train
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,

@@ -12,8 +12,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 
 from ppmlm.identifiers.blacklist import Blacklist
-from ppmlm.training.cli import compose_config
-from ppmlm.training.loop import train
+from ppmlm.pipeline import compose_config, train
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ("identifier_analysis", "privacy_utility", "roc_curves")

@@ -23,7 +23,7 @@ from ppmlm.errors import PPMLMError
 from ppmlm.identifiers.blacklist import Blacklist
 from ppmlm.models import weights_digests
 from ppmlm.sharing import PolicyError, SharingPolicy, UnverifiedAuditError, build_model_card, load_run_checkpoint, push_run
-from ppmlm.sharing.policy import Check, outcome
+from ppmlm.audit.policy import Check, outcome
 
 TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
 LENIENT = SharingPolicy(min_privacy_score=0.0, max_tpr_at_1pct_fpr=dict.fromkeys(SharingPolicy().max_tpr_at_1pct_fpr, 1.0))
@@ -37,8 +37,7 @@ def audited_run(tmp_path_factory):
     from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig
 
     from ppmlm.models import default_model_path
-    from ppmlm.training.cli import compose_config
-    from ppmlm.training.loop import train
+    from ppmlm.pipeline import compose_config, train
 
     tmp = tmp_path_factory.mktemp("push")
     tokenizer = AutoTokenizer.from_pretrained(default_model_path())
@@ -77,7 +76,7 @@ def edited_copy(run: Path, target: Path, edit=None, sign: bool = True) -> Path:
 
 
 def test_default_policy_is_the_one_in_recipes_config():
-    from ppmlm.training.cli import compose_config
+    from ppmlm.pipeline import compose_config
 
     assert SharingPolicy.from_config(compose_config([]).share) == SharingPolicy() == SharingPolicy.from_config(None)
 

@@ -9,7 +9,7 @@ import pytest
 from ppmlm.cli import main
 from ppmlm.errors import PPMLMError
 from ppmlm.resources import recipes_folder
-from ppmlm.training.cli import compose_config
+from ppmlm.pipeline import compose_config
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = sorted(path.stem for path in (ROOT / "recipes" / "recipe").glob("*.yaml"))

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from ppmlm.errors import ConfigError, CorpusError, PPMLMError
-from ppmlm.training.cli import compose_config
-from ppmlm.training.loop import train
-from ppmlm.training.rundir import RunDirectory
+from ppmlm.pipeline import compose_config, train
+from ppmlm.rundir import RunDirectory
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
@@ -141,7 +140,7 @@ def test_resume_drops_the_metrics_of_steps_replayed_after_a_kill(rerun):
 def test_a_second_training_on_the_same_folder_is_refused(rerun):
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from accelerate import Accelerator; "
-                               "from ppmlm.training.rundir import RunDirectory; run = RunDirectory(sys.argv[1]); "
+                               "from ppmlm.rundir import RunDirectory; run = RunDirectory(sys.argv[1]); "
                                "run.claim(Accelerator(cpu=True)); print('locked', flush=True); time.sleep(120)",
          str(rerun / "run")], stdout=subprocess.PIPE, text=True)
     try:

@@ -14,8 +14,7 @@ from safetensors.torch import load_file
 from ppmlm.identifiers.blacklist import Blacklist
 from ppmlm.identifiers.ner import Span
 from ppmlm.masking.variants import VARIANTS, protected_view, pseudonymize
-from ppmlm.training.cli import compose_config
-from ppmlm.training.loop import train
+from ppmlm.pipeline import compose_config, train
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"

@@ -11,11 +11,12 @@ from pathlib import Path
 import torch
 
 from ppmlm.audit.config import AuditConfig
+from ppmlm.audit.policy import SharingPolicy
 from ppmlm.audit.reference import resolve_reference
 from ppmlm.audit.runner import run_audit
 from ppmlm.errors import PPMLMError
-from ppmlm.sharing.policy import SharingPolicy
 from ppmlm.models import weights_digests
+from ppmlm.rundir import checkpoint_epsilon
 
 
 def load_masked_lm(path, device: str | torch.device):
@@ -45,11 +46,11 @@ def audit_checkpoint(checkpoint, corpus, split, blacklist, out_dir, epoch: int, 
     return run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch, config, reference_model, epsilon, weights, policy)
 
 
-def audit_training_epoch(cfg, run_data, checkpoint, epoch: int, epsilon: dict | None = None) -> dict:
-    """The audit the training loop runs after saving epoch `epoch` (main process only): settings from
-    `cfg.audit`, outputs in `<output_dir>/audit/`. The population reference must already be trained
-    (`reference_checkpoint(cfg)` before training starts, on every process)."""
-    reference = resolve_reference(cfg.audit.reference, cfg, train_missing=False)
+def audit_training_epoch(cfg, run_data, checkpoint, epoch: int) -> dict:
+    """The audit of epoch `epoch` of a training run (main process only): settings from `cfg.audit`,
+    outputs in `<output_dir>/audit/`. The population reference must already be trained
+    (`reference_checkpoint(cfg, train)` before training starts, on every process)."""
+    reference = resolve_reference(cfg.audit.reference, cfg)
     return audit_checkpoint(checkpoint, run_data.corpus, run_data.split, run_data.blacklist,
-                            Path(cfg.output_dir) / "audit", epoch, AuditConfig.from_run_config(cfg), reference, epsilon,
-                            policy=SharingPolicy.from_config(cfg.get("share")))
+                            Path(cfg.output_dir) / "audit", epoch, AuditConfig.from_run_config(cfg), reference,
+                            checkpoint_epsilon(checkpoint), policy=SharingPolicy.from_config(cfg.get("share")))

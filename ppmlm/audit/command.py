@@ -6,50 +6,41 @@ training. Otherwise the split is recomputed from the user ids with the recipes' 
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
+from typing import Callable
+
+from omegaconf import OmegaConf
+from transformers import AutoTokenizer
 
 from ppmlm.audit.checkpoint import audit_checkpoint
 from ppmlm.audit.config import AuditConfig
+from ppmlm.audit.policy import SharingPolicy
 from ppmlm.audit.reference import resolve_reference
+from ppmlm.corpus.domains import load_run_corpus
+from ppmlm.corpus.loading import load_corpus
+from ppmlm.corpus.split import UserSplit, split_users
 from ppmlm.errors import PPMLMError
-from ppmlm.sharing.policy import SharingPolicy
+from ppmlm.identifiers.blacklist import Blacklist, cached_blacklists, corpus_fingerprint
+from ppmlm.identifiers.cache import run_blacklist_parameters
+from ppmlm.rundir import RunDirectory, checkpoint_epsilon
 
 DEFAULT_SPLIT_SEED = 42  # recipes/config.yaml's seed, which training splits users with
-
-
-def run_directory(checkpoint: Path) -> Path | None:
-    """The training run a checkpoint belongs to, when it sits in one."""
-    run = checkpoint.resolve().parent.parent
-    return run if checkpoint.resolve().parent.name == "checkpoints" and (run / "config.yaml").exists() else None
-
-
-def epsilon_of(checkpoint: Path) -> dict | None:
-    """The DP budget spent up to this checkpoint, from the privacy.json a DP run writes beside the weights:
-    {accountant: epsilon, ..., "delta": delta}; None for a non-private run."""
-    path = checkpoint / "privacy.json"
-    if not path.exists():
-        return None
-    spent = json.loads(path.read_text())
-    return {**spent.get("epsilon", {}), "delta": spent.get("privacy", {}).get("delta")}
 
 
 def training_blacklist(cfg, corpus, split, tokenizer) -> Path:
     """The blacklist a run trained with: its blacklist.path, else the cache entry built on its members with
     its parameters (the one training reused or wrote)."""
-    from ppmlm.identifiers.blacklist import cached_blacklists, corpus_fingerprint
-    from ppmlm.training.data import ner_rules_digest
-
     if cfg.blacklist.get("path"):
         return Path(cfg.blacklist.path)
     members = set(split.members)
+    casefold = cfg.blacklist.casefold if cfg.blacklist.casefold is not None else \
+        tokenizer("A", add_special_tokens=False)["input_ids"] == tokenizer("a", add_special_tokens=False)["input_ids"]
+    parameters = run_blacklist_parameters(cfg.blacklist, casefold)
+    if "profile" not in cfg.blacklist:  # a run from before profiles: its entry records none
+        parameters.pop("profile")
     wanted = {"corpus_fingerprint": corpus_fingerprint(corpus.filter(lambda user: user in members, input_columns="user_id")),
-              "k": cfg.blacklist.k, "n": cfg.blacklist.n, "ner": cfg.blacklist.ner, "spans_from": cfg.blacklist.spans_from,
-              "casefold": cfg.blacklist.casefold if cfg.blacklist.casefold is not None
-              else tokenizer("A", add_special_tokens=False)["input_ids"] == tokenizer("a", add_special_tokens=False)["input_ids"],
-              "ner_rules": ner_rules_digest(cfg.blacklist.ner),
-              **({"profile": cfg.blacklist.profile} if "profile" in cfg.blacklist else {})}
+              **parameters}
     found = cached_blacklists(cfg.blacklist.cache_dir, wanted)
     if len(found) != 1:
         raise PPMLMError(f"cannot tell which blacklist under {cfg.blacklist.cache_dir} this run trained with; give --blacklist DIR")
@@ -57,20 +48,16 @@ def training_blacklist(cfg, corpus, split, tokenizer) -> Path:
 
 
 def audit_command(model: Path, data, blacklist: Path | None, out: Path, reference: str | None = None, split: Path | None = None,
-                  epoch: int | None = None, columns: dict | None = None, settings: dict | None = None) -> dict:
+                  epoch: int | None = None, columns: dict | None = None, settings: dict | None = None,
+                  train_reference: Callable | None = None) -> dict:
     """Loads everything the audit needs from paths and runs it; `settings` override AuditConfig fields.
-    `data` and `blacklist` may be None for a checkpoint inside a training run (the run's own are used)."""
-    from omegaconf import OmegaConf
-
-    from ppmlm.corpus.loading import load_corpus
-    from ppmlm.corpus.split import UserSplit, split_users
-    from ppmlm.identifiers.blacklist import Blacklist
-
+    `data` and `blacklist` may be None for a checkpoint inside a training run (the run's own are used);
+    `train_reference` trains a population reference that is not cached yet."""
     model = Path(model)
     if not (model / "config.json").exists():
         raise PPMLMError(f"--model {model}: not a saved model directory (no config.json)")
-    run = run_directory(model)
-    cfg = OmegaConf.load(run / "config.yaml") if run is not None else None
+    run = RunDirectory.of_checkpoint(model)
+    cfg = OmegaConf.load(run.config) if run is not None else None
     names = {"text_column": "text", "user_column": "user_id", "doc_id_column": "doc_id"}
     if cfg is not None:
         names.update({key: cfg.data[key] for key in names if key in cfg.data})
@@ -78,13 +65,11 @@ def audit_command(model: Path, data, blacklist: Path | None, out: Path, referenc
     if data is not None:
         corpus = load_corpus(data, **names)
     elif cfg is not None:  # the run's own corpus: its data.path, or the embedded default it generated
-        from ppmlm.training.data import load_run_corpus
-
         corpus = load_run_corpus(cfg.data, cfg.seed)
     else:
         raise PPMLMError(f"--model {model} is not inside a training run: give --data PATH")
-    if split is None and run is not None and (run / "split.json").exists():
-        split = run / "split.json"
+    if split is None and run is not None and run.split.exists():
+        split = run.split
     if split is not None:
         user_split = UserSplit.load(split)
     elif cfg is not None:
@@ -102,9 +87,7 @@ def audit_command(model: Path, data, blacklist: Path | None, out: Path, referenc
     if blacklist is None:
         if cfg is None:
             raise PPMLMError(f"--model {model} is not inside a training run: give --blacklist DIR")
-        from transformers import AutoTokenizer
-
         blacklist = training_blacklist(cfg, corpus, user_split, AutoTokenizer.from_pretrained(str(model)))
     return audit_checkpoint(model, corpus, user_split, Blacklist.load(blacklist), out, epoch, config,
-                            resolve_reference(reference, cfg), epsilon_of(model),
+                            resolve_reference(reference, cfg, train_reference), checkpoint_epsilon(model),
                             policy=SharingPolicy.from_config(cfg.get("share")) if cfg is not None else None)

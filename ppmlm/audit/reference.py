@@ -5,6 +5,8 @@ must know the domain without having seen the audited users. By default it is tra
 recipe on the population users (held out from both training and the attack), once, and cached under a
 key of everything that shapes it: the run's configuration (minus where it writes and how it logs) and
 the corpus. `base` uses the checkpoint the run started from; a path uses that checkpoint.
+
+The audit does not train: whoever wires it to a training run (ppmlm.pipeline) passes the trainer in.
 """
 from __future__ import annotations
 
@@ -12,11 +14,15 @@ import copy
 import hashlib
 import json
 from pathlib import Path
+from typing import Callable
 
 from omegaconf import OmegaConf
 
+from ppmlm.corpus.domains import load_run_corpus
 from ppmlm.errors import PPMLMError
-from ppmlm.training.distributed import nested_run
+from ppmlm.identifiers.blacklist import corpus_fingerprint
+from ppmlm.models import default_model_path
+from ppmlm.rundir import RunDirectory
 
 POPULATION, BASE, NONE = "population", "base", "none"
 DEFAULT_CACHE_DIR = ".cache/ppmlm/references"
@@ -27,9 +33,6 @@ NOT_IN_KEY_TRAIN = ("log_every", "tracker", "num_workers")
 
 def reference_config(cfg):
     """The run's configuration retargeted at the population users, its output directory the cache entry."""
-    from ppmlm.identifiers.blacklist import corpus_fingerprint
-    from ppmlm.training.data import load_run_corpus
-
     shaping = OmegaConf.to_container(cfg, resolve=True)
     for key in NOT_IN_KEY:
         shaping.pop(key, None)
@@ -47,20 +50,19 @@ def reference_config(cfg):
     return reference
 
 
-def reference_checkpoint(cfg, train_missing: bool = True) -> Path:
+def reference_checkpoint(cfg, train: Callable | None = None) -> Path:
     """The final checkpoint of the reference model for run configuration `cfg`, trained on the population
-    users when not cached yet (`train_missing=False` raises instead: inside a training loop, where only
-    the main process audits, a nested training run could not synchronize the processes)."""
+    users with `train(reference_config)` when not cached yet; without a trainer a missing reference is an
+    error (inside a training loop, where only the main process audits, a nested training run could not
+    synchronize the processes: the pipeline trains it before the first epoch, on every process)."""
     reference = reference_config(cfg)
-    final = Path(reference.output_dir) / "checkpoints" / f"epoch-{reference.train.epochs}"
-    if not (final / "complete").exists():
-        if not train_missing:
-            raise PPMLMError(f"no reference model at {final}: train it first (ppmlm.audit.reference_checkpoint)")
-        from ppmlm.training import train
-
+    run = RunDirectory(reference.output_dir)
+    final = run.checkpoint(reference.train.epochs)
+    if reference.train.epochs not in run.complete_epochs():
+        if train is None:
+            raise PPMLMError(f"no reference model at {final}: train it first (ppmlm.pipeline.train_reference)")
         print(f"training the reference model on the population users into {reference.output_dir}", flush=True)
-        with nested_run():  # the run that asked for the reference keeps using the process group
-            train(reference)
+        train(reference)
     return final
 
 
@@ -69,19 +71,18 @@ def starting_checkpoint(cfg) -> Path:
     if cfg.model.get("config") is not None:
         raise PPMLMError("this run built its model from model.config: there is no starting checkpoint to use as "
                          "reference; give a checkpoint path or 'population'")
-    from ppmlm.models import default_model_path
-
     return Path(cfg.model.name_or_path or default_model_path())
 
 
-def resolve_reference(spec: str | None, cfg=None, train_missing: bool = True) -> Path | None:
-    """The checkpoint named by `spec`: population | base | none | a path (None: none)."""
+def resolve_reference(spec: str | None, cfg=None, train: Callable | None = None) -> Path | None:
+    """The checkpoint named by `spec`: population | base | none | a path (None: none); `train` trains a
+    population reference that is not cached yet."""
     if spec is None or spec == NONE:
         return None
     if spec in (POPULATION, BASE):
         if cfg is None:
             raise PPMLMError(f"reference '{spec}' needs the run's configuration (config.yaml beside its checkpoints)")
-        return reference_checkpoint(cfg, train_missing) if spec == POPULATION else starting_checkpoint(cfg)
+        return reference_checkpoint(cfg, train) if spec == POPULATION else starting_checkpoint(cfg)
     path = Path(spec)
     if not (path / "config.json").exists():
         raise PPMLMError(f"reference {spec}: not a saved model directory (no config.json)")

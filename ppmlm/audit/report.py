@@ -14,8 +14,8 @@ import numpy as np
 
 from ppmlm.audit.attacks import SAMPLE_ATTACKS, USER_ATTACKS, tpr_text, with_interval
 from ppmlm.audit.outputs import read_epochs, read_jsonl, scores_paths, write_atomically
+from ppmlm.audit.policy import SharingPolicy, outcome
 from ppmlm.audit.roc import roc_curve
-from ppmlm.sharing.policy import SharingPolicy, outcome
 
 ATTACK_NAMES = {
     "loss": "Loss (Yeom; Jagannatha)",

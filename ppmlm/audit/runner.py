@@ -22,10 +22,10 @@ from ppmlm.audit.identifiers import (AuditorGraph, Identifiers, WordReader, iden
                                      independent_privacy, privacy_score)
 from ppmlm.audit.metrics import load_metric
 from ppmlm.audit.outputs import Pseudonyms, reference_cache, write_atomically, write_epoch
+from ppmlm.audit.policy import SharingPolicy
 from ppmlm.audit.report import write_report
 from ppmlm.audit.sampling import build_samples, choose_users, masking_plan
 from ppmlm.audit.scoring import SampleResult, score_samples
-from ppmlm.sharing.policy import SharingPolicy
 
 
 def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, config: AuditConfig = AuditConfig(),

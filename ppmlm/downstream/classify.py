@@ -37,10 +37,10 @@ from ppmlm.audit.metrics import load_metric
 from ppmlm.corpus.split import split_users
 from ppmlm.errors import PPMLMError
 from ppmlm.models import default_model_path
-from ppmlm.training.data import load_run_corpus
+from ppmlm.corpus.domains import load_run_corpus
 from ppmlm.training.distributed import end_processes
 from ppmlm.training.loop import MetricsLog
-from ppmlm.training.rundir import RunDirectory, write_atomically
+from ppmlm.rundir import RunDirectory, write_atomically
 
 
 def train_classifier(cfg) -> Path:
@@ -91,14 +91,14 @@ def train_classifier(cfg) -> Path:
 
     run.claim(accelerator)
     if accelerator.is_main_process:
-        write_atomically(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
-        write_atomically(run_dir / "metrics.jsonl", "")  # a run again in the same directory replaces the last one
+        write_atomically(run.config, OmegaConf.to_yaml(cfg, resolve=True))
+        write_atomically(run.metrics, "")  # a run again in the same directory replaces the last one
     accelerator.print(
         f"classify: {len(train_rows)} training and {len(eval_rows)} held-out documents (split by {by}), "
         f"{len(names)} classes; {trainable:,} of {total_parameters:,} parameters trained "
         f"(top {clf.trainable_layers} encoder layer(s) and the head); run directory {run_dir}"
     )
-    metrics = MetricsLog(run_dir / "metrics.jsonl", accelerator)
+    metrics = MetricsLog(run.metrics, accelerator)
     history = []
     for epoch in range(clf.epochs):
         set_seed(cfg.seed + 1000 * epoch, device_specific=True)  # dropout

@@ -21,6 +21,7 @@ common word protects every occurrence of that word.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -735,3 +736,13 @@ def _spacy_backend(arg: str | None) -> SpacyNER:
     except OSError as error:
         raise NERError(f"cannot load spaCy pipeline {arg!r}: {error}") from error
     return SpacyNER(nlp, _read_labels(DEFAULT_MODEL_DIR / "labels.json"), name=f"spacy:{arg}")
+
+
+def ner_rules_digest(ner: str) -> str | None:
+    """A digest of the default backend's rule files: editing a rule must not reuse blacklists built without it."""
+    if ner != "default":
+        return None
+    digest = hashlib.blake2b(digest_size=8)
+    for path in sorted(p for p in DEFAULT_MODEL_DIR.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(DEFAULT_MODEL_DIR).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()

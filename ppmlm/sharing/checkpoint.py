@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ppmlm.errors import PPMLMError
 from ppmlm.models import weights_digests
+from ppmlm.rundir import RunDirectory
 from ppmlm.sharing.provenance import audit_mismatches
 
 # Files of a Hugging Face model or tokenizer directory that may leave the machine. Everything else a
@@ -23,7 +23,6 @@ EXPORTED = (
     "vocab.txt", "vocab.json", "merges.txt", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model",
 )
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
-COMPLETE = "complete"  # written last by the training loop (ppmlm/training/loop.py)
 
 
 @dataclass(frozen=True)
@@ -55,41 +54,36 @@ class RunCheckpoint:
         return files
 
 
-def complete_epochs(run_dir: Path) -> list[int]:
-    found = [re.fullmatch(r"epoch-(\d+)", p.name) for p in (run_dir / "checkpoints").glob("epoch-*") if (p / COMPLETE).exists()]
-    return sorted(int(match.group(1)) for match in found if match)
-
-
 def load_run_checkpoint(run_dir, epoch: int | None = None) -> RunCheckpoint:
     """Checkpoint `epoch` of a run (default: the last complete one) and its audit; refuses one without an audit."""
     from omegaconf import OmegaConf
 
     from ppmlm.corpus.split import UserSplit
 
-    run_dir = Path(run_dir)
-    if not (run_dir / "config.yaml").exists():
+    run = RunDirectory(run_dir)
+    run_dir = run.path
+    if not run.config.exists():
         raise PPMLMError(f"{run_dir}: not a training run directory (no config.yaml)")
-    epochs = complete_epochs(run_dir)
+    epochs = run.complete_epochs()
     if not epochs:
-        raise PPMLMError(f"{run_dir}: no complete checkpoint under {run_dir / 'checkpoints'}")
+        raise PPMLMError(f"{run_dir}: no complete checkpoint under {run.checkpoints}")
     epoch = epochs[-1] if epoch is None else epoch
     if epoch not in epochs:
         raise PPMLMError(f"{run_dir}: no complete checkpoint for epoch {epoch} (complete: {', '.join(map(str, epochs))})")
-    path = run_dir / "checkpoints" / f"epoch-{epoch}"
-    audit = run_dir / "audit" / f"epoch-{epoch}.json"
+    path = run.checkpoint(epoch)
+    audit = run.audit_of(epoch)
     if not audit.exists():
         raise PPMLMError(f"{run_dir}: epoch {epoch} has no audit ({audit} missing); a checkpoint is shared only with its "
-                         f"audit: ppmlm audit --model {path} --out {run_dir / 'audit'}")
+                         f"audit: ppmlm audit --model {path} --out {run.audit}")
     figures = json.loads(audit.read_text())
     if figures.get("epoch") != epoch:
         raise PPMLMError(f"{audit}: holds the audit of epoch {figures.get('epoch')}, not {epoch}")
     privacy = path / "privacy.json"
-    split = run_dir / "split.json"
-    config = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"))
+    config = OmegaConf.to_container(OmegaConf.load(run.config))
     weights = weights_digests(path)
     return RunCheckpoint(
         run_dir=run_dir, epoch=epoch, path=path, config=config, figures=figures,
         privacy=json.loads(privacy.read_text()) if privacy.exists() else None,
-        training_users=len(UserSplit.load(split).members) if split.exists() else None,
+        training_users=len(UserSplit.load(run.split).members) if run.split.exists() else None,
         weights=weights, unverified=tuple(audit_mismatches(run_dir, config, figures, weights)),
     )

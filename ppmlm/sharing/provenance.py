@@ -18,6 +18,7 @@ from ppmlm.audit.outputs import SIGNATURE, audit_secret, signature
 from ppmlm.corpus.split import UserSplit
 from ppmlm.errors import BlacklistError
 from ppmlm.identifiers.blacklist import Blacklist, cached_blacklists
+from ppmlm.rundir import RunDirectory
 
 
 def audit_mismatches(run_dir: Path, config: dict, figures: dict, weights: dict[str, str]) -> list[str]:
@@ -26,7 +27,7 @@ def audit_mismatches(run_dir: Path, config: dict, figures: dict, weights: dict[s
     model card may print them."""
     if SIGNATURE not in figures or "measured" not in figures:
         return ["the audit predates signed digests: it records neither what it measured nor a signature"]
-    secret = audit_secret(run_dir / "audit", create=False)
+    secret = audit_secret(RunDirectory(run_dir).audit, create=False)
     if secret is None:
         return ["the run's audit secret (audit/.salt) is missing, so the audit's signature cannot be checked"]
     if not hmac.compare_digest(str(figures[SIGNATURE]), signature(figures, secret)):
@@ -54,7 +55,7 @@ def _weights_mismatches(audited: dict[str, str], shared: dict[str, str]) -> list
 
 
 def _split_mismatch(run_dir: Path, audited: str | None) -> list[str]:
-    path = run_dir / "split.json"
+    path = RunDirectory(run_dir).split
     if not path.is_file():
         return ["the run has no split.json to check the audit's split against"]
     return [] if UserSplit.load(path).digest() == audited else ["split.json is not the user split the audit used"]
@@ -64,7 +65,7 @@ def _blacklist_mismatch(run_dir: Path, config: dict, audited: str | None) -> lis
     """The run's blacklist is `blacklist.path`, else the cache entry built with the parameters the run
     recorded in blacklist.json (paths as in config.yaml: relative ones from where training ran)."""
     settings = config.get("blacklist") or {}
-    recorded = run_dir / "blacklist.json"
+    recorded = RunDirectory(run_dir).blacklist_summary
     if settings.get("path"):
         candidates = [Path(settings["path"])]
     elif recorded.is_file():

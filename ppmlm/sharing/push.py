@@ -14,10 +14,11 @@ from pathlib import Path
 
 from huggingface_hub import ModelCard
 
+from ppmlm.audit.policy import Check, SharingPolicy
 from ppmlm.errors import PPMLMError
+from ppmlm.rundir import RunDirectory
 from ppmlm.sharing.card import build_model_card, verdict
 from ppmlm.sharing.checkpoint import RunCheckpoint, load_run_checkpoint
-from ppmlm.sharing.policy import Check, SharingPolicy
 
 CARD = "README.md"
 
@@ -124,7 +125,7 @@ def push_run(run_dir, repo_id: str, epoch: int | None = None, local_dir=None, pr
         raise UnverifiedAuditError(
             f"{shared.run_dir} epoch {shared.epoch}: its audit does not speak for the weights being shared: "
             + "; ".join(shared.unverified)
-            + f" (audit this checkpoint again: ppmlm audit --model {shared.path} --out {shared.run_dir / 'audit'}; "
+            + f" (audit this checkpoint again: ppmlm audit --model {shared.path} --out {RunDirectory(shared.run_dir).audit}; "
               "--force exports it marked unverified)")
     checks = (policy or SharingPolicy.for_run(shared.run_dir)).check(shared.figures)
     forced = force and (bool(shared.unverified) or any(not c.passed for c in checks))

@@ -4,18 +4,15 @@ Under several processes the main process builds and caches the blacklist first; 
 """
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import datasets
 
-from ppmlm.corpus.loading import load_corpus
+from ppmlm.corpus.domains import load_run_corpus
 from ppmlm.corpus.split import UserSplit, split_users
 from ppmlm.features import build_features
-from ppmlm.identifiers.blacklist import Blacklist, build_blacklist, corpus_fingerprint
-from ppmlm.identifiers.profiles import DEFAULT_PROFILE
+from ppmlm.identifiers.blacklist import Blacklist, build_blacklist
+from ppmlm.identifiers.cache import cache_entry, run_blacklist_parameters
 from ppmlm.masking.variants import Variant, protected_view, pseudonymize
 from ppmlm.training.checks import check_enough_users
 
@@ -28,41 +25,13 @@ class RunData:
     features: datasets.Dataset  # the members' chunks, `protected` set for this variant
 
 
-def embedded_corpus(users: int, seed: int, domain: str = "clinical") -> datasets.Dataset:
-    from ppmlm.corpus.domains import generate_synthetic
-
-    return load_corpus(datasets.Dataset.from_list(generate_synthetic(domain, users, seed=seed)))
-
-
-def load_run_corpus(data_cfg, seed: int) -> datasets.Dataset:
-    if data_cfg.path is None:  # configs of runs from before data.synth_domain trained on the clinical corpus
-        return embedded_corpus(data_cfg.synth_users, seed, data_cfg.get("synth_domain", "clinical"))
-    return load_corpus(data_cfg.path, data_cfg.text_column, data_cfg.user_column, data_cfg.doc_id_column)
-
-
-def ner_rules_digest(ner: str) -> str | None:
-    """A digest of the default backend's rule files: editing a rule must not reuse blacklists built without it."""
-    if ner != "default":
-        return None
-    from ppmlm.identifiers.ner import DEFAULT_MODEL_DIR
-
-    digest = hashlib.blake2b(digest_size=8)
-    for path in sorted(p for p in DEFAULT_MODEL_DIR.rglob("*") if p.is_file()):
-        digest.update(path.relative_to(DEFAULT_MODEL_DIR).as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
 def members_blacklist(members: datasets.Dataset, cfg, casefold: bool, accelerator) -> Blacklist:
     """The blacklist of the training users, reused from the cache when corpus and parameters match."""
     bl = cfg.blacklist
     if bl.path:
         return Blacklist.load(bl.path)
-    params = {"k": bl.k, "n": bl.n, "ner": bl.ner, "spans_from": bl.spans_from, "casefold": casefold,
-              "ner_rules": ner_rules_digest(bl.ner), "profile": bl.get("profile", DEFAULT_PROFILE)}
-    key = hashlib.blake2b(
-        (corpus_fingerprint(members) + json.dumps(params, sort_keys=True)).encode(), digest_size=12
-    ).hexdigest()
-    directory = Path(bl.cache_dir) / key
+    params = run_blacklist_parameters(bl, casefold)
+    directory = cache_entry(bl, members, params)
     with accelerator.main_process_first():
         if not (directory / "stats.json").exists():
             if accelerator.is_main_process:

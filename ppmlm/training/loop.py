@@ -1,7 +1,8 @@
 """One accelerate training loop for every masking variant, on CPU, one GPU or several processes.
 
-Read top to bottom: configuration -> data -> model -> trainer -> epochs (steps, metrics, checkpoint). The
-trainer is `PlainTrainer` below, or `dp.PrivateTrainer` under `train.dp.enabled` (DP-SGD with Opacus); both
+Read top to bottom: configuration -> data -> model -> trainer -> epochs (steps, metrics, checkpoint,
+callbacks). Work around the epochs (the per-epoch audit) comes in as callbacks wired by the caller
+(ppmlm.pipeline): the loop knows when to call them, not what they do. The trainer is `PlainTrainer` below, or `dp.PrivateTrainer` under `train.dp.enabled` (DP-SGD with Opacus); both
 yield one item per optimizer step. Each epoch reseeds the masking and dropout from (seed, epoch, rank), and
 the DP trainer its sampling and noise, so a run resumed from a checkpoint replays the same epochs as an
 uninterrupted one.
@@ -13,6 +14,7 @@ import math
 import shutil
 import time
 from pathlib import Path
+from typing import Protocol, Sequence
 
 import torch
 from accelerate import Accelerator, DataLoaderConfiguration
@@ -32,10 +34,20 @@ from ppmlm.training.checks import check_training_config
 from ppmlm.training.data import prepare
 from ppmlm.training.distributed import end_processes
 from ppmlm.training.objective import MaskedLMLoss
-from ppmlm.training.rundir import COMPLETE, RunDirectory, flatten_config, write_atomically
+from ppmlm.rundir import RunDirectory, flatten_config, write_atomically
 
 
-def train(cfg) -> Path:
+class TrainingCallback(Protocol):
+    """Work the caller hangs on the loop. Both hooks run on every process; they decide who does what."""
+
+    def on_train_begin(self, run: RunDirectory, data, accelerator) -> None:
+        """Before the first step, after the run directory is claimed and the data prepared (also on resume)."""
+
+    def on_epoch_end(self, run: RunDirectory, data, epoch: int, checkpoint: Path, accelerator) -> None:
+        """After epoch `epoch` (1-based) is saved to `checkpoint`."""
+
+
+def train(cfg, callbacks: Sequence[TrainingCallback] = ()) -> Path:
     """Train the configured recipe; returns the run directory."""
     check_training_config(cfg)
     run = RunDirectory(cfg.output_dir)
@@ -58,10 +70,10 @@ def train(cfg) -> Path:
     if start_epoch and run.check_same_corpus(fingerprint, cfg.allow_resume_changes):
         changes.append("the corpus")
     if accelerator.is_main_process:
-        write_atomically(run.path / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
-        data.split.save(run.path / "split.json")
+        write_atomically(run.config, OmegaConf.to_yaml(cfg, resolve=True))
+        data.split.save(run.split)
         # the blacklist's parameters and counts, never its terms (those stay in the sensitive cache)
-        write_atomically(run.path / "blacklist.json", json.dumps(
+        write_atomically(run.blacklist_summary, json.dumps(
             {key: data.blacklist.stats.get(key) for key in ("parameters", "counts")}, indent=1))
         run.keep_metrics_until(start_epoch, {"event": "resume", "epoch": start_epoch, "changes": changes}
                                if start_epoch else None)
@@ -71,16 +83,8 @@ def train(cfg) -> Path:
         f"of at most {cfg.train.max_length} tokens; run directory {run.path}"
     )
 
-    audit = cfg.audit.enabled and cfg.data.train_users == "members"
-    if audit:
-        from ppmlm.audit import audit_training_epoch, resolve_reference
-
-        resolve_reference(cfg.audit.reference, cfg)  # trains the population reference once, on every process
-        if accelerator.is_main_process:  # the audit of an epoch killed while it ran, or of a run that had none
-            for epoch in run.unaudited_epochs():
-                accelerator.print(f"auditing epoch {epoch}, which has a checkpoint but no audit")
-                audit_training_epoch(cfg, data, run.checkpoint(epoch), epoch, recorded_epsilon(run.checkpoint(epoch)))
-        accelerator.wait_for_everyone()
+    for callback in callbacks:
+        callback.on_train_begin(run, data, accelerator)
     model = load_model(cfg.model, tokenizer)
     collator = PrivacyMaskingCollator(tokenizer, mlm_probability=cfg.masking.mlm_probability, generator=torch.Generator())
     if cfg.train.dp.enabled:
@@ -131,8 +135,8 @@ def train(cfg) -> Path:
         if "epsilon" in report:
             accelerator.print(f"epoch {epoch + 1}: epsilon at delta={report['privacy']['delta']}: "
                               + ", ".join(f"{k} {v:.3f}" for k, v in report["epsilon"].items()))
-        if audit and accelerator.is_main_process:
-            audit_training_epoch(cfg, data, checkpoint, epoch + 1, recorded_epsilon(checkpoint))
+        for callback in callbacks:
+            callback.on_epoch_end(run, data, epoch + 1, checkpoint, accelerator)
         accelerator.wait_for_everyone()
     trainer.close()
     del scheduler  # it holds the optimizer
@@ -140,15 +144,6 @@ def train(cfg) -> Path:
     run.release()
     accelerator.print(f"done: checkpoints in {run.checkpoints}")
     return run.path
-
-
-def recorded_epsilon(checkpoint: Path) -> dict | None:
-    """The DP budget a checkpoint was saved with, as the per-epoch audit receives it."""
-    path = checkpoint / "privacy.json"
-    if not path.exists():
-        return None
-    report = json.loads(path.read_text())
-    return dict(report["epsilon"], delta=report["privacy"]["delta"])
 
 
 def load_model(model_cfg, tokenizer):
@@ -192,7 +187,7 @@ def save_checkpoint(accelerator, trainer, tokenizer, run: RunDirectory, epoch: i
         tokenizer.save_pretrained(directory)
         if privacy:
             (directory / "privacy.json").write_text(json.dumps(privacy, indent=1))
-        (directory / COMPLETE).write_text(json.dumps({"epoch": epoch}))
+        run.mark_complete(epoch)
         states = sorted((p for p in run.checkpoints.glob("epoch-*/state")), key=lambda p: int(p.parent.name.split("-")[1]))
         for old in states[:-keep_states]:
             shutil.rmtree(old, ignore_errors=True)

@@ -1,4 +1,11 @@
-"""Hydra composition shared by `python train.py`, `accelerate launch train.py` and `ppmlm train`.
+"""The recipe layer: composes a run's configuration and wires the stages that make it.
+
+`train(cfg)` is the training loop (ppmlm.training) with the per-epoch audit (ppmlm.audit) hung on it as a
+callback, the population reference trained first; `train_from_overrides` adds Hydra composition and the
+`task:` switch to the downstream classifier. Only this module knows that training and the audit meet:
+training imports nothing from the audit, the audit nothing from training.
+
+Hydra composition is shared by `python train.py`, `accelerate launch train.py` and `ppmlm train`.
 
 The recipes come from one folder: the packaged recipes (`recipes/` of the repository, installed as
 `ppmlm.recipes`), or the user's own folder given with `--config-dir`, which holds its own config.yaml and the
@@ -21,8 +28,12 @@ from hydra.errors import HydraException, MissingConfigException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
+from ppmlm.audit import audit_training_epoch, resolve_reference
+from ppmlm.downstream.classify import train_classifier
 from ppmlm.errors import PPMLMError
 from ppmlm.resources import recipes_folder
+from ppmlm.training import loop
+from ppmlm.training.distributed import nested_run
 
 # `${dp_suffix:${train.dp.enabled}}` in recipes/config.yaml: a DP run of a variant gets its own directory.
 OmegaConf.register_new_resolver("dp_suffix", lambda enabled: "-dp" if enabled else "", replace=True)
@@ -128,11 +139,42 @@ def train_from_overrides(overrides: list[str], config_dir: str | Path | None = N
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     cfg = compose_config(overrides, config_dir)
     if cfg.task == "classify":
-        from ppmlm.downstream.classify import train_classifier
-
         return train_classifier(cfg)
     if cfg.task != "mlm":
         raise PPMLMError(f"task={cfg.task}: choose mlm (a masked-LM recipe) or classify (recipe=classify)")
-    from ppmlm.training.loop import train
-
     return train(cfg)
+
+
+def train(cfg) -> Path:
+    """A masked-LM run of a composed configuration, audited after every epoch when `audit.enabled` (and it
+    trains the members: a reference model's own run is not audited); returns the run directory."""
+    audited = cfg.audit.enabled and cfg.data.train_users == "members"
+    return loop.train(cfg, callbacks=[AuditAfterEachEpoch(cfg)] if audited else [])
+
+
+def train_reference(reference_cfg) -> Path:
+    """Trains a reference model inside whatever run asked for it, which keeps its process group."""
+    with nested_run():
+        return loop.train(reference_cfg)
+
+
+class AuditAfterEachEpoch:
+    """The per-epoch audit as a training callback. Before the first step every process makes sure the
+    population reference exists (training it if needed, together), and the main process audits any epoch
+    saved without its audit (a run killed while auditing); after each epoch the main process audits the
+    saved checkpoint."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+    def on_train_begin(self, run, data, accelerator) -> None:
+        resolve_reference(self.cfg.audit.reference, self.cfg, train_reference)
+        if accelerator.is_main_process:
+            for epoch in run.unaudited_epochs():
+                accelerator.print(f"auditing epoch {epoch}, which has a checkpoint but no audit")
+                audit_training_epoch(self.cfg, data, run.checkpoint(epoch), epoch)
+        accelerator.wait_for_everyone()
+
+    def on_epoch_end(self, run, data, epoch: int, checkpoint: Path, accelerator) -> None:
+        if accelerator.is_main_process:
+            audit_training_epoch(self.cfg, data, checkpoint, epoch)

@@ -1,5 +1,8 @@
 """The directory of a training run: its layout, who may write into it, and whether a rerun may continue it.
 
+The one reader and writer of the layout below: the training loop, the audit, `ppmlm push`, the benchmarks
+and the notebooks all go through `RunDirectory`.
+
     .ppmlm-run            marker: this folder is a ppmlm run (its corpus fingerprint inside); we write into
                           no folder that holds other files without it
     .lock                 locked by the training that writes here (POSIX lock, released when it exits)
@@ -7,8 +10,9 @@
     split.json            users per role (sensitive: user ids)
     blacklist.json        the blacklist's parameters and counts, never its terms
     metrics.jsonl         one line per logging window and per epoch end, for the steps that count
-    checkpoints/epoch-N/  weights and tokenizer; `complete` written last; state/ for the last epoch only
-    audit/                the per-epoch audit (ppmlm/audit/outputs.py)
+    checkpoints/epoch-N/  weights and tokenizer; `complete` written last; state/ for the last epoch only;
+                          privacy.json (epsilon and its settings) for a DP run
+    audit/                the per-epoch audit (epoch-N.json, report.html: ppmlm/audit/outputs.py)
 """
 from __future__ import annotations
 
@@ -38,6 +42,37 @@ class RunDirectory:
         self.path = Path(path)
         self._lock = None
 
+    @classmethod
+    def of_checkpoint(cls, checkpoint) -> "RunDirectory | None":
+        """The run a checkpoint directory belongs to (`<run>/checkpoints/epoch-N`), when it sits in one."""
+        checkpoint = Path(checkpoint).resolve()
+        run = cls(checkpoint.parent.parent)
+        return run if checkpoint.parent.name == "checkpoints" and run.config.exists() else None
+
+    @classmethod
+    def find(cls, paths) -> list["RunDirectory"]:
+        """The runs among `paths`: run directories themselves, or folders holding runs one level down."""
+        runs = []
+        for path in map(Path, paths):
+            runs += [cls(path)] if cls(path).config.exists() else [cls(p.parent) for p in sorted(path.glob("*/config.yaml"))]
+        return runs
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def config(self) -> Path:
+        return self.path / "config.yaml"
+
+    @property
+    def split(self) -> Path:
+        return self.path / "split.json"
+
+    @property
+    def blacklist_summary(self) -> Path:
+        return self.path / "blacklist.json"
+
     @property
     def checkpoints(self) -> Path:
         return self.path / "checkpoints"
@@ -52,6 +87,14 @@ class RunDirectory:
 
     def checkpoint(self, epoch: int) -> Path:
         return self.checkpoints / f"epoch-{epoch}"
+
+    def audit_of(self, epoch: int) -> Path:
+        """The audit figures of epoch `epoch` (audit/epoch-N.json)."""
+        return self.audit / f"epoch-{epoch}.json"
+
+    def mark_complete(self, epoch: int) -> None:
+        """Written last, once the checkpoint of `epoch` is whole."""
+        (self.checkpoint(epoch) / COMPLETE).write_text(json.dumps({"epoch": epoch}))
 
     def complete_epochs(self) -> list[int]:
         return sorted(int(p.name.split("-")[1]) for p in self.checkpoints.glob("epoch-*")
@@ -170,7 +213,17 @@ class RunDirectory:
 
     def unaudited_epochs(self) -> list[int]:
         """Complete checkpoints without an audit: a run killed during the audit of an epoch redoes it on resume."""
-        return [epoch for epoch in self.complete_epochs() if not (self.audit / f"epoch-{epoch}.json").exists()]
+        return [epoch for epoch in self.complete_epochs() if not self.audit_of(epoch).exists()]
+
+
+def checkpoint_epsilon(checkpoint) -> dict | None:
+    """The DP budget spent up to a checkpoint, from the privacy.json a DP run writes beside the weights:
+    {accountant: epsilon, ..., "delta": delta}; None for a non-private run."""
+    path = Path(checkpoint) / "privacy.json"
+    if not path.exists():
+        return None
+    spent = json.loads(path.read_text())
+    return {**spent.get("epsilon", {}), "delta": spent.get("privacy", {}).get("delta")}
 
 
 def write_atomically(path: Path, text: str) -> None:
