@@ -1,22 +1,22 @@
-"""The audit's metric modules against scikit-learn and against the closed form of two Gaussians."""
+"""The audit's ROC figures and metric module against scikit-learn and against the closed form of two Gaussians."""
 import math
 
 import numpy as np
 import pytest
 from scipy.stats import norm
-from sklearn.metrics import roc_auc_score, roc_curve as sklearn_roc_curve
+from sklearn.metrics import f1_score, roc_auc_score, roc_curve as sklearn_roc_curve
 
 from ppmlm.audit.attacks import tpr_text
 from ppmlm.audit.identifiers import leak_share
 from ppmlm.audit.metrics import load_metric
-from ppmlm.audit.roc import (advantage, auc, bootstrap_weights, non_members_needed, roc_curve, roc_figures, tpr_at_fpr,
-                             weighted_curves)
+from ppmlm.audit.roc import Ranking, bootstrap_weights, curve_figures, non_members_needed, roc_curve, roc_figures
 
 LEVELS = (0.001, 0.01, 0.1)
 
 
-def compute(name, scores, labels, **kwargs):
-    return load_metric(name).compute(predictions=scores, references=labels, **kwargs)
+def figures(scores, labels, levels=LEVELS):
+    fpr, tpr, _ = roc_curve(scores, labels)
+    return curve_figures(fpr, tpr, levels)
 
 
 @pytest.fixture(scope="module")
@@ -37,14 +37,14 @@ def test_curve_matches_scikit_learn_point_for_point(tied_scores):
     np.testing.assert_array_equal(thresholds[1:], expected_thresholds[1:])  # the first is +inf for both conventions
 
 
-def test_modules_match_scikit_learn(tied_scores):
+def test_figures_match_scikit_learn(tied_scores):
     scores, labels = tied_scores
     expected_fpr, expected_tpr, _ = sklearn_roc_curve(labels, scores, drop_intermediate=False)
-    assert compute("roc_auc", scores, labels)["roc_auc"] == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
-    got = compute("tpr_at_fpr", scores, labels, levels=LEVELS)["tpr_at_fpr"]
+    got = figures(scores, labels)
+    assert got["auc"] == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
     for level in LEVELS:
         assert got[str(level)] == pytest.approx(expected_tpr[expected_fpr <= level].max(), abs=1e-12)
-    assert compute("advantage", scores, labels)["advantage"] == pytest.approx((expected_tpr - expected_fpr).max(), abs=1e-12)
+    assert got["advantage"] == pytest.approx((expected_tpr - expected_fpr).max(), abs=1e-12)
 
 
 def test_gaussian_closed_form():
@@ -59,9 +59,9 @@ def test_gaussian_closed_form():
     assert area == pytest.approx(0.7602, abs=1e-4)
     q1, q2 = area / (2 - area), 2 * area**2 / (1 + area)  # Hanley & McNeil's variance of the AUC
     auc_se = math.sqrt((area * (1 - area) + (n - 1) * (q1 - area**2) + (n - 1) * (q2 - area**2)) / n**2)
-    assert compute("roc_auc", scores, labels)["roc_auc"] == pytest.approx(area, abs=5 * auc_se)
+    got = figures(scores, labels)
+    assert got["auc"] == pytest.approx(area, abs=5 * auc_se)
 
-    got = compute("tpr_at_fpr", scores, labels, levels=LEVELS)["tpr_at_fpr"]
     for level in LEVELS:
         z = norm.ppf(1 - level)
         expected = 1 - norm.cdf(z - 1)
@@ -71,14 +71,12 @@ def test_gaussian_closed_form():
         assert got[str(level)] == pytest.approx(expected, abs=5 * se + 1 / n), level
 
     best = 2 * norm.cdf(0.5) - 1
-    assert compute("advantage", scores, labels)["advantage"] == pytest.approx(best, abs=5 / math.sqrt(n))
+    assert got["advantage"] == pytest.approx(best, abs=5 / math.sqrt(n))
 
 
 def test_edges_of_the_curve():
-    fpr, tpr, _ = roc_curve([3.0, 2.0, 1.0, 0.0], [1, 1, 0, 0])  # perfect separation
-    assert auc(fpr, tpr) == 1.0 and advantage(fpr, tpr) == 1.0 and tpr_at_fpr(fpr, tpr, 0.001) == 1.0
-    fpr, tpr, _ = roc_curve([1.0, 1.0, 1.0, 1.0], [1, 0, 1, 0])  # one threshold: blind
-    assert auc(fpr, tpr) == 0.5 and advantage(fpr, tpr) == 0.0 and tpr_at_fpr(fpr, tpr, 0.1) == 0.0
+    assert figures([3.0, 2.0, 1.0, 0.0], [1, 1, 0, 0]) == {"auc": 1.0, "0.001": 1.0, "0.01": 1.0, "0.1": 1.0, "advantage": 1.0}
+    assert figures([1.0, 1.0, 1.0, 1.0], [1, 0, 1, 0]) == {"auc": 0.5, "0.001": 0.0, "0.01": 0.0, "0.1": 0.0, "advantage": 0.0}
     with pytest.raises(ValueError, match="members and non-members"):
         roc_curve([0.1, 0.2], [1, 1])
     with pytest.raises(ValueError, match="finite"):
@@ -86,23 +84,33 @@ def test_edges_of_the_curve():
 
 
 def test_masked_word_accuracy_counts_whole_words():
-    result = compute("masked_word_accuracy", [[5, 6], [7], [8, 9]], [[5, 6], [7], [8, 1]])
+    metric = load_metric("masked_word_accuracy")
+    result = metric.compute(predictions=[[5, 6], [7], [8, 9]], references=[[5, 6], [7], [8, 1]])
     assert result == {"masked_word_accuracy": pytest.approx(2 / 3), "words": 3}
     with pytest.raises(ValueError, match="subwords"):
-        compute("masked_word_accuracy", [[5]], [[5, 6]])
+        metric.compute(predictions=[[5]], references=[[5, 6]])
+    with pytest.raises(ValueError, match="unknown metric 'roc_auc'"):
+        load_metric("roc_auc")
+
+
+def test_classifier_metrics_are_scikit_learns():
+    predictions, references = [0, 1, 1, 2, 2, 0], [0, 1, 2, 2, 2, 1]
+    assert load_metric("f1_macro").compute(predictions=predictions, references=references) == {
+        "macro_f1": pytest.approx(f1_score(references, predictions, average="macro"), abs=1e-12)}
+    assert load_metric("accuracy").compute(predictions=predictions, references=references) == {"accuracy": pytest.approx(4 / 6)}
 
 
 def test_weighted_curves_with_unit_weights_are_the_curve(tied_scores):
     scores, labels = tied_scores
     fpr, tpr, _ = roc_curve(scores, labels)
-    batch_fpr, batch_tpr = weighted_curves(scores, labels, np.ones((2, len(scores))))
-    np.testing.assert_allclose(batch_fpr[1], fpr)
-    np.testing.assert_allclose(batch_tpr[0], tpr)
-    figures = roc_figures(scores, labels, np.arange(len(scores)), LEVELS, 200, 0.95, seed=0)
-    assert figures["auc"] == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
-    assert figures["tpr_at_fpr"]["0.1"] == pytest.approx(tpr_at_fpr(fpr, tpr, 0.1))
-    assert figures["auc_ci"][0] < figures["auc"] < figures["auc_ci"][1]
-    assert figures == roc_figures(scores, labels, np.arange(len(scores)), LEVELS, 200, 0.95, seed=0)  # seeded
+    batch_fpr, batch_tpr = Ranking(scores, labels).curves(np.ones((2, len(scores))))
+    np.testing.assert_array_equal(batch_fpr[1], fpr)
+    np.testing.assert_array_equal(batch_tpr[0], tpr)
+    result = roc_figures(scores, labels, np.arange(len(scores)), LEVELS, 200, 0.95, seed=0)
+    assert result["auc"] == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
+    assert result["tpr_at_fpr"]["0.1"] == figures(scores, labels)["0.1"]
+    assert result["auc_ci"][0] < result["auc"] < result["auc_ci"][1]
+    assert result == roc_figures(scores, labels, np.arange(len(scores)), LEVELS, 200, 0.95, seed=0)  # seeded
 
 
 def test_unresolved_levels_are_null_with_the_reason():

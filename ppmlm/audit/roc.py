@@ -19,6 +19,31 @@ import numpy as np
 from scipy.stats import binomtest
 
 
+class Ranking:
+    """Scores sorted once, highest first, with the last row of each distinct score: every ROC curve of the
+    audit (the measured one and every bootstrap resample's) is read from it, never by sorting again."""
+
+    def __init__(self, scores, labels):
+        scores = np.asarray(scores, dtype=np.float64).ravel()
+        labels = np.asarray(labels).ravel().astype(bool)
+        self.order = np.argsort(-scores, kind="mergesort")
+        self.labels = labels[self.order]
+        sorted_scores = scores[self.order]
+        self.last_of_each_score = np.r_[np.flatnonzero(np.diff(sorted_scores)), scores.size - 1]
+        self.thresholds = np.r_[np.inf, sorted_scores[self.last_of_each_score]]
+
+    def curves(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(fpr, tpr), each weightings x (distinct scores + 1), under many weightings of the rows at once
+        (`weights`: weightings x rows, each row's count, in the rows' original order). A bootstrap resample is
+        a weighting; unit weights give the measured curve."""
+        weights = np.asarray(weights, dtype=np.float64)[:, self.order]
+        true_positives = np.cumsum(weights * self.labels, axis=1)[:, self.last_of_each_score]
+        false_positives = np.cumsum(weights * ~self.labels, axis=1)[:, self.last_of_each_score]
+        zero = np.zeros((len(weights), 1))
+        return (np.hstack([zero, false_positives / false_positives[:, -1:]]),
+                np.hstack([zero, true_positives / true_positives[:, -1:]]))
+
+
 def roc_curve(scores, labels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(fpr, tpr, thresholds), from (0, 0) at threshold +inf down to (1, 1); a point per distinct score.
 
@@ -30,57 +55,23 @@ def roc_curve(scores, labels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         raise ValueError(f"{scores.size} scores but {labels.size} labels")
     if not np.isfinite(scores).all():
         raise ValueError("scores must be finite")
-    positives, negatives = int(labels.sum()), int((~labels).sum())
-    if positives == 0 or negatives == 0:
+    if labels.all() or not labels.any():
         raise ValueError("a ROC curve needs members and non-members")
-    order = np.argsort(-scores, kind="mergesort")
-    scores, labels = scores[order], labels[order]
-    last_of_each_score = np.r_[np.flatnonzero(np.diff(scores)), scores.size - 1]
-    true_positives = np.cumsum(labels)[last_of_each_score]
-    false_positives = last_of_each_score + 1 - true_positives
-    fpr = np.r_[0.0, false_positives / negatives]
-    tpr = np.r_[0.0, true_positives / positives]
-    thresholds = np.r_[np.inf, scores[last_of_each_score]]
-    return fpr, tpr, thresholds
-
-
-def auc(fpr: np.ndarray, tpr: np.ndarray) -> float:
-    """Area under the curve (trapezoids): the chance that a random member outscores a random
-    non-member, ties counting one half."""
-    return float(np.trapezoid(tpr, fpr))
-
-
-def tpr_at_fpr(fpr: np.ndarray, tpr: np.ndarray, level: float) -> float:
-    """Highest TPR among thresholds with FPR <= level (the curve starts at (0, 0), so it always exists)."""
-    return float(tpr[fpr <= level].max())
-
-
-def advantage(fpr: np.ndarray, tpr: np.ndarray) -> float:
-    """Best membership advantage max(TPR - FPR) (Yeom et al.): 0 for a blind attacker, 1 for a perfect one."""
-    return float((tpr - fpr).max())
-
-
-def weighted_curves(scores, labels, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """ROC curves of one score under many weightings of its rows at once (`weights`: resamples x rows,
-    each row's count in a resample): (fpr, tpr), each resamples x (distinct scores + 1), same points as
-    `roc_curve` for unit weights. A bootstrap resample is a weighting, so the scores are sorted once."""
-    scores = np.asarray(scores, dtype=np.float64).ravel()
-    labels = np.asarray(labels).ravel().astype(bool)
-    order = np.argsort(-scores, kind="mergesort")
-    scores, labels, weights = scores[order], labels[order], np.asarray(weights, dtype=np.float64)[:, order]
-    last_of_each_score = np.r_[np.flatnonzero(np.diff(scores)), scores.size - 1]
-    true_positives = np.cumsum(weights * labels, axis=1)[:, last_of_each_score]
-    false_positives = np.cumsum(weights * ~labels, axis=1)[:, last_of_each_score]
-    zero = np.zeros((len(weights), 1))
-    return (np.hstack([zero, false_positives / false_positives[:, -1:]]),
-            np.hstack([zero, true_positives / true_positives[:, -1:]]))
+    ranking = Ranking(scores, labels)
+    fpr, tpr = ranking.curves(np.ones((1, labels.size)))
+    return fpr[0], tpr[0], ranking.thresholds
 
 
 def curve_figures(fpr: np.ndarray, tpr: np.ndarray, levels) -> dict[str, np.ndarray]:
-    """AUC, TPR at each FPR level and advantage of each curve of `weighted_curves` (one value per curve)."""
-    return {"auc": np.trapezoid(tpr, fpr, axis=1),
-            **{str(level): np.where(fpr <= level, tpr, 0.0).max(axis=1) for level in levels},
-            "advantage": (tpr - fpr).max(axis=1)}
+    """The figures of a curve (1-D fpr and tpr) or of each curve of `Ranking.curves` (one value per curve):
+    - auc: area under the curve (trapezoids), the chance that a random member outscores a random non-member,
+      ties counting one half;
+    - one key per FPR level (`str(level)`): the highest TPR among thresholds with FPR <= level (the curve
+      starts at (0, 0), so there is always one);
+    - advantage: the best membership advantage max(TPR - FPR) (Yeom et al.), 0 for a blind attacker."""
+    return {"auc": np.trapezoid(tpr, fpr, axis=-1),
+            **{str(level): np.where(fpr <= level, tpr, 0.0).max(axis=-1) for level in levels},
+            "advantage": (tpr - fpr).max(axis=-1)}
 
 
 def non_members_needed(level: float) -> int:
@@ -109,11 +100,12 @@ def roc_figures(scores, labels, groups, levels, resamples: int, confidence: floa
     with the reason, never a number."""
     labels = np.asarray(labels).astype(bool)
     members, non_members = int(labels.sum()), int((~labels).sum())
-    point = {name: float(values[0]) for name, values in curve_figures(*weighted_curves(scores, labels, np.ones((1, len(labels)))), levels).items()}
+    ranking = Ranking(scores, labels)
+    point = {name: float(values[0]) for name, values in curve_figures(*ranking.curves(np.ones((1, len(labels)))), levels).items()}
     rng, draws = np.random.default_rng(seed), []
     for block in range(0, resamples, 250):  # bounded memory: 250 resamples x rows at a time
         weights = bootstrap_weights(groups, labels, min(250, resamples - block), rng)
-        draws.append(curve_figures(*weighted_curves(scores, labels, weights), levels))
+        draws.append(curve_figures(*ranking.curves(weights), levels))
     tail = (1 - confidence) / 2
 
     def interval(name: str) -> list[float] | None:
