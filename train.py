@@ -7,12 +7,12 @@ with your own recipe folder instead of the packaged recipes, as `ppmlm train` do
 import argparse
 import sys
 
-from ppmlm.cli import add_train_arguments
+from ppmlm.cli import add_train_arguments, parse_train_arguments
 from ppmlm.errors import PPMLMError
 from ppmlm.pipeline import train_from_overrides
 
 if __name__ == "__main__":
-    args = add_train_arguments(argparse.ArgumentParser(prog="train.py", description=__doc__)).parse_args()
+    args = parse_train_arguments(add_train_arguments(argparse.ArgumentParser(prog="train.py", description=__doc__)))
     try:
         train_from_overrides(args.overrides, args.config_dir)
     except PPMLMError as error:

@@ -180,8 +180,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_train_arguments(parser: argparse.ArgumentParser, argv=None) -> argparse.Namespace:
+    """Overrides before and after --config-dir alike: argparse stops a `nargs="*"` positional at the first
+    option, and would call the overrides after it unrecognized."""
+    args, rest = parser.parse_known_args(argv)
+    options = [arg for arg in rest if arg.startswith("-")]
+    if options or getattr(args, "overrides", None) is None and rest:
+        parser.error(f"unrecognized arguments: {' '.join(options or rest)}")
+    if rest:
+        args.overrides = [*args.overrides, *rest]
+    return args
+
+
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_train_arguments(build_parser(), argv)
     try:
         args.run(args)
     except PPMLMError as error:

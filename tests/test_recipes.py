@@ -94,6 +94,14 @@ def test_ppmlm_train_takes_config_dir_and_fails_in_one_line(own_recipes, capsys)
                                        f"(the files in {own_recipes / 'recipe'})\n")
 
 
+def test_overrides_may_come_before_and_after_config_dir(own_recipes, capsys):
+    assert main(["train", "seed=3", "--config-dir", str(own_recipes), "recipe=nosuch"]) == 2
+    assert "recipe=nosuch: no such recipe; choose one of mine" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["train", "recipe=mlm", "--no-such-option"])
+    assert "unrecognized arguments: --no-such-option" in capsys.readouterr().err
+
+
 def test_train_script_takes_config_dir_and_fails_in_one_line(tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "train.py"), "--config-dir", str(tmp_path), "train.epochs=1"],
                           capture_output=True, text=True, timeout=300)
