@@ -184,7 +184,11 @@ def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | 
     if blacklist.get("spans_from"):
         ner += f", plus the spans of column `{blacklist['spans_from']}`"
     epochs = config["train"]["epochs"]
-    chunks = f"at most {audit['max_chunks_per_user']} chunk(s) each" if audit.get("max_chunks_per_user") else "all their chunks"
+    chunks = (f"{audited['member_samples'] + audited['non_member_samples']} of their "
+              f"{audited['member_chunks_available'] + audited['non_member_chunks_available']} chunks"
+              if "member_chunks_available" in audited  # audits from before it was recorded: the chunk limit
+              else f"at most {audit['max_chunks_per_user']} chunk(s) each" if audit.get("max_chunks_per_user")
+              else "all their chunks")
     confidence = audit.get("confidence", 0.95)
     lines = [f"# {name}", ""]
     if shared.unverified:
