@@ -21,7 +21,10 @@ default) audits once with the reference pass and E - 1 times without, so
 
 The first and later ratios are printed too.
 
-    python bench/audit.py [--tiny] [--recipe ppmlm] [--users N]
+    python bench/audit.py [--tiny] [--recipe ppmlm] [--users N] [key=value ...]
+
+Extra key=value overrides reach the run and its audit, e.g. audit.max_tokens_per_user=512 to price
+another budget.
 
 The last line is `audit_cost_ratio: X` (target <= 0.25).
 """
@@ -63,11 +66,12 @@ def main() -> None:
     parser.add_argument("--tiny", action="store_true", help="a tiny model from a config, 128-token chunks (quick check)")
     parser.add_argument("--recipe", default="ppmlm")
     parser.add_argument("--users", type=int, help="patients of the embedded corpus (default: data.synth_users of the recipes)")
+    parser.add_argument("overrides", nargs="*", help="configuration overrides, e.g. audit.max_tokens_per_user=512")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="ppmlm-bench-audit-") as tmp:
         overrides = [f"recipe={args.recipe}", "train.epochs=1", f"output_dir={tmp}/run", "audit.enabled=false",
-                     *([f"data.synth_users={args.users}"] if args.users else []), *(TINY if args.tiny else [])]
+                     *([f"data.synth_users={args.users}"] if args.users else []), *(TINY if args.tiny else []), *args.overrides]
         cfg = compose_config(overrides)
         run_dir = train(cfg)
         training = epoch_seconds(run_dir)
@@ -79,13 +83,19 @@ def main() -> None:
         timings = []
         for _ in range(2):
             started = time.perf_counter()
-            audit_checkpoint(checkpoint, corpus, split, blacklist, Path(tmp) / "audit", 1, config, reference=checkpoint)
+            audited = audit_checkpoint(checkpoint, corpus, split, blacklist, Path(tmp) / "audit", 1, config,
+                                       reference=checkpoint)["audited"]
             timings.append(time.perf_counter() - started)
 
     first, later = timings
     epochs = compose_config([f"recipe={args.recipe}"]).train.epochs  # a default run of this recipe
-    print(f"settings: {config.max_users_per_side} users per side, {config.max_chunks_per_user} chunks per user, "
-          f"{config.maskings} maskings, {config.max_length}-token chunks; runs of {epochs} epochs")
+    print(f"settings: {config.max_tokens_per_user} tokens per user, user cap {config.max_users_per_side}, chunk cap "
+          f"{config.max_chunks_per_user}, {config.lend_population} population users lent, {config.maskings} maskings, "
+          f"{config.max_length}-token chunks; runs of {epochs} epochs")
+    sides = [[audited[f"{side}_{what}"] for what in ("users", "users_available", "samples", "chunks_available", "tokens")]
+             for side in ("member", "non_member")]
+    print("audited: " + ", ".join(f"{users} of {available} {name} ({samples} of their {chunks} chunks, {tokens} tokens)"
+                                  for name, (users, available, samples, chunks, tokens) in zip(("members", "non-members"), sides)))
     print(f"one training epoch: {training:.1f}s; first audit (with the reference pass): {first:.1f}s "
           f"({first / training:.3f} of an epoch); later audits (reference energies cached): {later:.1f}s "
           f"({later / training:.3f})")

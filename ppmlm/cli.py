@@ -52,10 +52,12 @@ def _audit(args) -> None:
     from ppmlm.audit.command import audit_command
     from ppmlm.pipeline import train_reference
 
-    limits = {"max_users_per_side": args.max_users, "max_chunks_per_user": args.max_chunks}
+    limits = {"max_users_per_side": args.max_users, "max_chunks_per_user": args.max_chunks,
+              "max_tokens_per_user": args.max_tokens}
     settings = {key: value or None for key, value in limits.items() if value is not None}  # 0: no limit
     others = {"maskings": args.maskings, "max_length": args.max_length, "batch_size": args.batch_size, "seed": args.seed,
-              "identifiers_from": args.identifiers_from, "bootstrap_resamples": args.bootstrap_resamples}
+              "identifiers_from": args.identifiers_from, "bootstrap_resamples": args.bootstrap_resamples,
+              "lend_population": args.lend_population}
     settings.update({key: value for key, value in others.items() if value is not None})
     if args.mask_each_word:
         settings["mask_each_word"] = True
@@ -82,6 +84,17 @@ def _push(args) -> None:
             raise PPMLMError(plan.refusal)
     if plan.destination:
         print(f"wrote {plan.destination}")
+
+
+def users_or_fraction(value: str) -> int | float:
+    """argparse type of --lend-population: a number of users (3) or a fraction of them (0.25); its range is
+    checked with the audit's settings."""
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    raise argparse.ArgumentTypeError(f"expected a number of users or a fraction in [0, 1), got {value!r}")
 
 
 def positive_int(value: str) -> int:
@@ -149,6 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--epoch", type=positive_int, help="epoch number to file the results under (default: from epoch-N)")
     audit.add_argument("--max-users", type=int, help="audited users per side (0: all)")
     audit.add_argument("--max-chunks", type=int, help="audited chunks per user (0: all)")
+    audit.add_argument("--max-tokens", type=int, help="tokens of the chunks audited per user (0: every chunk; default: the "
+                                                      "run's audit.max_tokens_per_user, else 384)")
+    audit.add_argument("--lend-population", type=users_or_fraction, metavar="N|FRACTION",
+                       help="population users audited as non-members too: a number, or a fraction in [0, 1) (default: "
+                            "the run's audit.lend_population, else 0); a population reference leaves them out")
     audit.add_argument("--maskings", type=positive_int, help="random maskings per chunk (K)")
     audit.add_argument("--mask-each-word", action="store_true", help="mask each word alone instead (slow, strongest)")
     audit.add_argument("--max-length", type=positive_int, help="tokens per chunk (default: the run's train.max_length, else 512)")

@@ -81,7 +81,7 @@ def test_scoring_matches_a_plain_forward_pass(bert_tokenizer):
     """Energies from the head-on-masked-positions path equal the full model's; words keep their subwords."""
     records = [{"doc_id": "d", "user_id": "u", "text": "Hypertension was treated with lisinopril, then metoprolol."}]
     corpus = load_corpus(datasets.Dataset.from_list(records))
-    [sample] = build_samples(corpus, {"u": True}, WordSegmenter(), bert_tokenizer, 64, None, torch.Generator())
+    [sample], _ = build_samples(corpus, {"u": True}, WordSegmenter(), bert_tokenizer, 64, None, torch.Generator())
     model = tiny_bert(len(bert_tokenizer)).eval()
     plan = masking_plan(sample, 4, 0.3, False, torch.Generator().manual_seed(0))
     [result] = score_samples(model, [sample], [plan], bert_tokenizer.mask_token_id, bert_tokenizer.pad_token_id, batch_size=3)
@@ -322,7 +322,7 @@ def test_ppmlm_audit_writes_every_output_and_reproduces_the_api(audited_run):
                                                 "scores-epoch-2-users.jsonl", ".salt"}
     figures = json.loads((out / "epoch-2.json").read_text())
     assert figures["epoch"] == 2 and figures["reference"].endswith("reference") and figures["dp"] is None
-    assert figures["audited"]["member_users"] == min(figures["config"]["max_users_per_side"], len(split.members))
+    assert figures["audited"]["member_users"] == min(len(split.audit_non_members), len(split.members))  # as many
     assert figures["audited"]["non_member_users"] == len(split.audit_non_members)
     assert figures["audited"]["member_users_available"] == len(split.members)
     assert figures["audited"]["non_member_users_available"] == len(split.audit_non_members)

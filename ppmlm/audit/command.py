@@ -81,6 +81,8 @@ def audit_command(model: Path, data, blacklist: Path | None, out: Path, referenc
         found = re.fullmatch(r"epoch-(\d+)", model.name)
         epoch = int(found.group(1)) if found else 0
     settings = settings or {}
+    if cfg is not None and "lend_population" in settings:  # so that a population reference leaves the lent users out
+        OmegaConf.update(cfg, "audit.lend_population", settings["lend_population"], force_add=True)
     config = AuditConfig.from_run_config(cfg, **settings) if cfg is not None else AuditConfig(**settings)
     if reference is None and cfg is not None:  # as during training; runs from before the audit existed: none
         reference = OmegaConf.select(cfg, "audit.reference", default=None)

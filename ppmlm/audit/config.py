@@ -3,23 +3,49 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from ppmlm.errors import ConfigError
+
+TOKENS_PER_USER = 384  # three 128-token chunks: bench/audit.py, docs/audit.md
+
+
+def check_lend(lend) -> None:
+    """`audit.lend_population`: an integer is a number of population users, a float in [0, 1) a fraction of them."""
+    number = isinstance(lend, int) and not isinstance(lend, bool) and lend >= 0
+    if not number and not (isinstance(lend, float) and 0 <= lend < 1):
+        raise ConfigError(f"audit.lend_population={lend}: expected a number of population users (an integer of at least 0) "
+                          f"or a fraction of them in [0, 1)")
+
+
+def lent_count(population: int, lend) -> int:
+    """How many of `population` users `audit.lend_population` lends to the audit's non-member side."""
+    check_lend(lend)
+    count = lend if isinstance(lend, int) else round(lend * population)
+    if count > population:
+        raise ConfigError(f"audit.lend_population={lend}: the split has only {population} population users to lend")
+    return count
+
 
 @dataclass(frozen=True)
 class AuditConfig:
-    """Sizes bound the cost: the audit scores at most `max_users_per_side` members and as many audit
-    non-members, at most `max_chunks_per_user` chunks of each (None: all). Every audited chunk is run
-    through the model under `maskings` whole-word maskings of `mlm_probability` of its words (K in
-    Mireshghallah et al.); consecutive maskings walk through a random order of the words, so every word
-    is masked at least once as soon as K >= 1 / mlm_probability. `mask_each_word` instead masks each word
-    alone, one forward pass per word: the strongest probe, and Goyal et al.'s normalized energy (A.3.2),
-    at about 1 / mlm_probability times the cost.
+    """Sizes bound the cost. The audit scores every audit non-member, plus `lend_population` population
+    users lent to that side, and as many members (the ROC compares the two); of each audited user, the
+    chunks taken in a seeded random order while their tokens stay within `max_tokens_per_user` (the first
+    one always). `max_users_per_side` (each side audits at most that many users) and `max_chunks_per_user`
+    are optional caps (None: none). Every audited chunk is run through the model under `maskings`
+    whole-word maskings of `mlm_probability` of its words (K in Mireshghallah et al.); consecutive maskings
+    walk through a random order of the words, so every word is masked at least once as soon as
+    K >= 1 / mlm_probability. `mask_each_word` instead masks each word alone, one forward pass per word:
+    the strongest probe, and Goyal et al.'s normalized energy (A.3.2), at about 1 / mlm_probability times
+    the cost.
 
-    The defaults keep the audit under a quarter of one training epoch on the embedded default corpus
-    (bench/audit.py); raise them for a final audit.
+    The default budget keeps the audits of a default run under a quarter of its training on the embedded
+    default corpus (bench/audit.py); raise it for a final audit (None: every chunk).
     """
 
-    max_users_per_side: int | None = 8
-    max_chunks_per_user: int | None = 2
+    max_tokens_per_user: int | None = TOKENS_PER_USER
+    max_users_per_side: int | None = None
+    max_chunks_per_user: int | None = None
+    lend_population: int | float = 0  # population users audited as non-members: a number, or a fraction in [0, 1)
     maskings: int = 10
     mask_each_word: bool = False
     mlm_probability: float = 0.15
@@ -35,10 +61,11 @@ class AuditConfig:
     progress: bool = True
 
     def __post_init__(self):
-        for name in ("max_users_per_side", "max_chunks_per_user"):
+        for name in ("max_tokens_per_user", "max_users_per_side", "max_chunks_per_user"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be at least 1 (or None for all), got {value}")
+        check_lend(self.lend_population)  # its count is checked against the split's population (lent_users)
         if self.maskings < 1:
             raise ValueError(f"maskings must be at least 1, got {self.maskings}")
         if not 0 < self.mlm_probability <= 1:

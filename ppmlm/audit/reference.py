@@ -2,9 +2,10 @@
 
 The attack compares how well the audited model and a reference model explain a sample; the reference
 must know the domain without having seen the audited users. By default it is trained with the run's own
-recipe on the population users (held out from both training and the attack), once, and cached under a
-key of everything that shapes it: the run's configuration (minus where it writes and how it logs) and
-the corpus. `base` uses the checkpoint the run started from; a path uses that checkpoint.
+recipe on the population users (held out from both training and the attack) less those lent to the
+attack's non-member side (`audit.lend_population`), once, and cached under a key of everything that
+shapes it: the run's configuration (minus where it writes and how it logs), the corpus and the users
+lent. `base` uses the checkpoint the run started from; a path uses that checkpoint.
 
 The audit does not train: whoever wires it to a training run (ppmlm.pipeline) passes the trainer in.
 """
@@ -18,7 +19,9 @@ from typing import Callable
 
 from omegaconf import OmegaConf
 
+from ppmlm.audit.sampling import lent_by_run
 from ppmlm.corpus.domains import load_run_corpus
+from ppmlm.corpus.split import split_users
 from ppmlm.errors import PPMLMError
 from ppmlm.identifiers.blacklist import corpus_fingerprint
 from ppmlm.models import default_model_path
@@ -32,13 +35,20 @@ NOT_IN_KEY_TRAIN = ("log_every", "tracker", "num_workers")
 
 
 def reference_config(cfg):
-    """The run's configuration retargeted at the population users, its output directory the cache entry."""
+    """The run's configuration retargeted at the population users (less those lent to the audit), its
+    output directory the cache entry."""
     shaping = OmegaConf.to_container(cfg, resolve=True)
     for key in NOT_IN_KEY:
         shaping.pop(key, None)
     for key in NOT_IN_KEY_TRAIN:
         shaping.get("train", {}).pop(key, None)
-    fingerprint = corpus_fingerprint(load_run_corpus(cfg.data, cfg.seed))
+    corpus = load_run_corpus(cfg.data, cfg.seed)
+    fingerprint = corpus_fingerprint(corpus)
+    split = split_users(corpus["user_id"], seed=cfg.seed, audit_fraction=cfg.data.audit_fraction,
+                        population_fraction=cfg.data.population_fraction)
+    lent = lent_by_run(cfg, split)
+    if lent:  # the reference trains on the population less these (ppmlm.training.data): another model
+        shaping["population_lent_to_audit"] = lent
     key = hashlib.blake2b((json.dumps(shaping, sort_keys=True) + fingerprint).encode(), digest_size=12).hexdigest()
     cache_dir = Path(OmegaConf.select(cfg, "audit.reference_cache_dir", default=None) or DEFAULT_CACHE_DIR)
     reference = copy.deepcopy(cfg)

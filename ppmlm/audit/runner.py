@@ -24,7 +24,7 @@ from ppmlm.audit.metrics import load_metric
 from ppmlm.audit.outputs import Pseudonyms, reference_cache, write_atomically, write_epoch
 from ppmlm.audit.policy import SharingPolicy
 from ppmlm.audit.report import write_report
-from ppmlm.audit.sampling import build_samples, choose_users, masking_plan
+from ppmlm.audit.sampling import build_samples, choose_users, lent_users, masking_plan
 from ppmlm.audit.scoring import SampleResult, score_samples
 
 
@@ -47,12 +47,14 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
     with torch.random.fork_rng(devices=devices):  # nothing here may shift the training's random streams
         generator = torch.Generator().manual_seed(config.seed)
         present = set(corpus["user_id"])
-        available = {True: [u for u in split.members if u in present], False: [u for u in split.audit_non_members if u in present]}
-        members = choose_users(available[True], config.max_users_per_side, generator)
+        lent = lent_users(split.population, config.lend_population, config.seed)
+        available = {True: [u for u in split.members if u in present],
+                     False: [u for u in split.audit_non_members + lent if u in present]}
         non_members = choose_users(available[False], config.max_users_per_side, generator)
+        members = choose_users(available[True], config.max_users_per_side or len(non_members), generator)
         roles = {**{u: True for u in members}, **{u: False for u in non_members}}
-        samples = build_samples(corpus, roles, blacklist.segmenter, tokenizer, config.max_length,
-                                config.max_chunks_per_user, generator)
+        samples, chunks_of_user = build_samples(corpus, roles, blacklist.segmenter, tokenizer, config.max_length,
+                                                config.max_chunks_per_user, generator, config.max_tokens_per_user)
         plans = [masking_plan(s, config.maskings, config.mlm_probability, config.mask_each_word, generator) for s in samples]
         kept = [(sample, plan) for sample, plan in zip(samples, plans) if plan]  # punctuation-only chunks: nothing to mask
         samples, plans = [sample for sample, _ in kept], [plan for _, plan in kept]
@@ -62,7 +64,7 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
         reference_results = _reference_pass(reference, samples, plans, out_dir, passes) if reference is not None else None
 
     reader = WordReader(tokenizer, blacklist.segmenter)
-    graph = AuditorGraph(corpus, set(split.members), set(split.audit_non_members), blacklist.segmenter, reader)
+    graph = AuditorGraph(corpus, set(split.members), set(split.audit_non_members + lent), blacklist.segmenter, reader)
     k = config.k or blacklist.stats.get("parameters", {}).get("k", 2)
     pseudonym = Pseudonyms(out_dir)
     words_by_user, predicted_by_user, predicted_in_training = _words_and_predictions(samples, target, reader)
@@ -82,14 +84,7 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
         "epoch": epoch,
         "model": getattr(model.config, "_name_or_path", None) or None,
         "reference": (getattr(reference.config, "_name_or_path", None) or "given model") if reference is not None else None,
-        "audited": {
-            "member_users": len(members), "non_member_users": len(non_members),
-            "member_samples": sum(s.member for s in samples), "non_member_samples": sum(not s.member for s in samples),
-            "maskings_per_sample": config.maskings if not config.mask_each_word else "each word",
-            # what was sampled: the users there were to audit, and the chunk limit per user (None: all)
-            "member_users_available": len(available[True]), "non_member_users_available": len(available[False]),
-            "max_chunks_per_user": config.max_chunks_per_user,
-        },
+        "audited": _sampled(samples, chunks_of_user, members, non_members, available, len(lent), config),
         "utility": _utility(samples, target),
         "privacy": privacy_score(training_identifiers, in_training_text, predicted_in_training, graph.training_occurrences,
                                  config.confidence),
@@ -106,6 +101,26 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
     write_report(out_dir, policy)
     print(summary_line(figures, out_dir), flush=True)
     return figures
+
+
+def _sampled(samples, chunks_of_user: dict, members: list, non_members: list, available: dict, lent: int,
+             config: AuditConfig) -> dict:
+    """What was sampled beside what there was, so a reader can tell an audit of everyone from a sample:
+    users audited of those available (audit non-members plus the population users lent), chunks audited
+    (less any of punctuation alone: nothing to mask) of all the audited users' chunks, their tokens, and
+    the limits that chose them."""
+    figures = {"member_users": len(members), "non_member_users": len(non_members)}
+    for side, member, users in (("member", True, members), ("non_member", False, non_members)):
+        scored = [s for s in samples if s.member == member]
+        figures.update({f"{side}_samples": len(scored),
+                        f"{side}_chunks_available": sum(chunks_of_user.get(user, 0) for user in users),
+                        f"{side}_tokens": int(sum(len(s.input_ids) for s in scored))})
+    return {
+        **figures, "maskings_per_sample": config.maskings if not config.mask_each_word else "each word",
+        "member_users_available": len(available[True]), "non_member_users_available": len(available[False]),
+        "lent_population_users": lent, "max_tokens_per_user": config.max_tokens_per_user,
+        "max_chunks_per_user": config.max_chunks_per_user, "max_users_per_side": config.max_users_per_side,
+    }
 
 
 def _words_and_predictions(samples, results, reader) -> tuple[dict, dict, Counter]:

@@ -3,16 +3,19 @@
 Both come from a generator seeded by the audit's seed alone, so every epoch audits the same users, the
 same chunks and the same maskings: differences between epochs are the model's, not the draw's, and the
 reference model's energies can be computed once. The global random state is never touched (training
-resumes depend on it).
+resumes depend on it). The population users lent to the non-member side come from a keyed hash of the
+seed and the user id instead: the reference model's training, in another run, must leave out the same ones.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from ppmlm.audit.config import lent_count
 from ppmlm.features import build_features
 
 
@@ -43,10 +46,40 @@ def choose_users(users: list[str], limit: int | None, generator: torch.Generator
     return sorted(users[i] for i in torch.randperm(len(users), generator=generator)[:limit].tolist())
 
 
-def build_samples(corpus, users: dict[str, bool], segmenter, tokenizer, max_length: int,
-                  max_chunks_per_user: int | None, generator: torch.Generator) -> list[Sample]:
-    """The chunks of the chosen users (user -> is a member), at most `max_chunks_per_user` each, cut
-    exactly as training cuts them (`build_features`), with the term of every word."""
+def lent_users(population: list[str], lend, seed: int) -> list[str]:
+    """The population users `audit.lend_population` (`lend`) moves to the audit's non-member side: a seeded
+    choice, the same wherever the split is the same (every epoch, a resumed run, the reference's training)."""
+    count = lent_count(len(population), lend)
+    ranked = sorted(population, key=lambda user: hashlib.blake2b(f"lend\x00{seed}\x00{user}".encode(), digest_size=8).digest())
+    return sorted(ranked[:count])
+
+
+def lent_by_run(cfg, split) -> list[str]:
+    """`lent_users` of a run configuration's audit section (a run from before lending: none)."""
+    audit = cfg.get("audit") or {}
+    return lent_users(split.population, audit.get("lend_population", 0), audit.get("seed", 0))
+
+
+def pick_chunks(tokens: list[int], max_chunks: int | None, max_tokens: int | None, generator: torch.Generator) -> list[int]:
+    """Indices of the chunks (of `tokens` tokens each) the audit scores for one user: taken in a random
+    order while they stay within both limits (None: no limit), the first one always, so every audited
+    user is scored; every chunk when all fit."""
+    if (max_chunks is None or len(tokens) <= max_chunks) and (max_tokens is None or sum(tokens) <= max_tokens):
+        return list(range(len(tokens)))
+    chosen, total = [], 0
+    for index in torch.randperm(len(tokens), generator=generator).tolist():
+        if chosen and (len(chosen) == max_chunks or max_tokens is not None and total + tokens[index] > max_tokens):
+            break
+        chosen.append(index)
+        total += tokens[index]
+    return sorted(chosen)
+
+
+def build_samples(corpus, users: dict[str, bool], segmenter, tokenizer, max_length: int, max_chunks_per_user: int | None,
+                  generator: torch.Generator, max_tokens_per_user: int | None = None) -> tuple[list[Sample], dict[str, int]]:
+    """The chunks of the chosen users (user -> is a member), cut exactly as training cuts them
+    (`build_features`), with the term of every word, at most `max_chunks_per_user` and
+    `max_tokens_per_user` tokens each (`pick_chunks`); and how many chunks each user has in all."""
     records = [r for r in corpus.select_columns(["text", "user_id", "doc_id"]).to_list() if r["user_id"] in users]
     terms_of_doc = {r["doc_id"]: words.terms for r, words in zip(records, segmenter.pipe([r["text"] for r in records]))}
     features = build_features(records, None, tokenizer, max_length=max_length).to_list()
@@ -60,9 +93,8 @@ def build_samples(corpus, users: dict[str, bool], segmenter, tokenizer, max_leng
     samples = []
     for user in sorted(rows_of_user):
         rows = rows_of_user[user]
-        if max_chunks_per_user is not None and len(rows) > max_chunks_per_user:
-            rows = sorted(rows[i] for i in torch.randperm(len(rows), generator=generator)[:max_chunks_per_user].tolist())
-        for row in rows:
+        tokens = [len(features[row]["input_ids"]) for row in rows]
+        for row in (rows[i] for i in pick_chunks(tokens, max_chunks_per_user, max_tokens_per_user, generator)):
             feature = features[row]
             word_ids = np.asarray(feature["word_ids"], dtype=np.int64)
             first, n_words = feature["word_offset"], int(word_ids.max()) + 1
@@ -71,7 +103,7 @@ def build_samples(corpus, users: dict[str, bool], segmenter, tokenizer, max_leng
                 input_ids=np.asarray(feature["input_ids"], dtype=np.int64), word_ids=word_ids,
                 terms=terms_of_doc[feature["doc_id"]][first : first + n_words],
             ))
-    return samples
+    return samples, {user: len(rows) for user, rows in rows_of_user.items()}
 
 
 def masking_plan(sample: Sample, maskings: int, mlm_probability: float, each_word: bool,

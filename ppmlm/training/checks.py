@@ -11,7 +11,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from ppmlm.audit.config import AuditConfig
+from ppmlm.audit.config import AuditConfig, check_lend, lent_count
 from ppmlm.corpus.domains import SYNTHETIC_DOMAINS
 from ppmlm.corpus.split import UserSplit
 from ppmlm.errors import ConfigError, CorpusError
@@ -96,6 +96,7 @@ def check_audit_config(cfg) -> None:
         if field.name in cfg.audit and field.type in ("int", "int | None"):
             _integer(cfg, f"audit.{field.name}", minimum=0 if field.name in ("seed", "bootstrap_resamples") else 1,
                      nullable=field.type == "int | None")
+    check_lend(cfg.audit.get("lend_population", 0))  # how many: against the split (check_enough_users)
     try:
         AuditConfig.from_run_config(cfg)
     except ValueError as error:
@@ -107,10 +108,11 @@ def check_enough_users(split: UserSplit, cfg) -> None:
     the audit with one class: say how many are needed, before any work."""
     k = cfg.blacklist.k
     audit = cfg.audit.enabled and cfg.data.train_users == "members"
+    reference = cfg.data.train_users == "population" or (audit and cfg.audit.reference == "population")
+    lent = lent_count(len(split.population), cfg.audit.get("lend_population", 0)) if audit or reference else 0
     needed = {"members": k if cfg.masking.variant != "mlm" else 1,
               "audit_non_members": 1 if audit else 0,
-              "population": 1 if cfg.data.train_users == "population" or (audit and cfg.audit.reference == "population")
-              else 0}
+              "population": (1 if reference else 0) + lent}
     short = {role: count for role, count in needed.items() if len(getattr(split, role)) < count}
     if short:
         users = len(split.members) + len(split.audit_non_members) + len(split.population)
@@ -119,7 +121,9 @@ def check_enough_users(split: UserSplit, cfg) -> None:
         raise CorpusError(
             f"{where}: {users} users, this run needs at least {minimum}: {needed['members']} training users "
             f"(blacklist.k={k}: a word of fewer users is an identifier), {needed['audit_non_members']} audit non-member "
-            f"and {needed['population']} population user (data.audit_fraction, data.population_fraction); got "
+            f"and {needed['population']} population user"
+            + (f" ({lent} lent to the audit, audit.lend_population)" if lent else "")
+            + " (data.audit_fraction, data.population_fraction); got "
             + ", ".join(f"{len(getattr(split, role))} {role.replace('_', ' ')}" for role in needed))
 
 

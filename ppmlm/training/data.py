@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import datasets
 
+from ppmlm.audit.sampling import lent_by_run
 from ppmlm.corpus.domains import load_run_corpus
 from ppmlm.corpus.split import UserSplit, split_users
 from ppmlm.features import build_features
@@ -53,6 +54,8 @@ def prepare(cfg, tokenizer, variant: Variant, accelerator) -> RunData:
                         population_fraction=cfg.data.population_fraction)
     check_enough_users(split, cfg)
     member_set = set(getattr(split, cfg.data.train_users))  # population: the audit's reference model
+    if cfg.data.train_users == "population":  # less the users the audit lends to its non-member side
+        member_set -= set(lent_by_run(cfg, split))
     members = corpus.filter(lambda user: user in member_set, input_columns="user_id")
     casefold = cfg.blacklist.casefold
     if casefold is None:  # an uncased tokenizer cannot tell "Smith" from "smith": neither should the terms
