@@ -17,8 +17,7 @@ from ppmlm.corpus.split import split_users
 from ppmlm.corpus.synth import generate_corpus
 from ppmlm.errors import ConfigError, CorpusError
 from ppmlm.identifiers.blacklist import build_blacklist
-from ppmlm.training.cli import compose_config
-from ppmlm.training.loop import train
+from ppmlm.pipeline import compose_config, train
 from ppmlm.words import WordSegmenter
 
 TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
