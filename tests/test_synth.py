@@ -19,7 +19,8 @@ from faker.providers.person.en_US import Provider as UsNames
 
 from ppmlm.corpus.domains import SYNTHETIC_DOMAINS, generate_synthetic
 from ppmlm.corpus.split import split_users
-from ppmlm.corpus.synth import CLASSES, MAX_NOTES, MIN_NOTES, _draw_staff, generate_corpus, write_jsonl
+from ppmlm.corpus.synth import (CLASSES, INVENTED_NAME_SHARE, MAX_NOTES, MIN_NOTES, WORD_NAME_SHARE, _WORD_NAMES, _draw_staff,
+                                _gazetteer_words, generate_corpus, write_jsonl)
 from ppmlm.identifiers.labels import PHI_LABELS
 from ppmlm.words import WordSegmenter
 
@@ -239,12 +240,17 @@ def test_nursing_notes_end_with_a_signature_whose_name_is_gold(corpus_200, staff
 def test_names_typed_in_lower_case_are_gold_and_only_the_name(corpus_200):
     """Nurses type clinicians, patients and relatives in lower case ('md jones aware', 'wife mary at bedside');
     the gold span holds the name (or its initials in a signature), never a title or credential."""
-    names = {name.casefold() for name in [*UsNames.first_names, *UsNames.last_names]}
+    word_names = {name.casefold() for names in _WORD_NAMES.values() for name in names}
+    names = {name.casefold() for name in [*UsNames.first_names, *UsNames.last_names]} | word_names
     lower = [(record["user_id"], name) for record in corpus_200 for name in _gold(record, "NAME") if name.islower()]
     assert len({user for user, _ in lower}) >= 120
+
+    def a_name(word: str) -> bool:  # Faker's, a common word used as a name, or invented (in no gazetteer)
+        return word in names or word not in _gazetteer_words()
+
     for _, name in lower:
         words = re.findall(r"[^\W\d_]+", name)
-        assert all(word in names if len(word) > 2 else word not in {"dr", "md", "rn", "mr", "ms"} for word in words), name
+        assert all(a_name(word) if len(word) > 2 else word not in {"dr", "md", "rn", "mr", "ms"} for word in words), name
 
 
 def test_nursing_notes_mix_lower_case_and_capitals_within_a_note(corpus_200):
@@ -266,10 +272,31 @@ def _real_note_features(records) -> dict[str, list[float]]:
             "lower-case name": any(g.islower() for g in _gold(record, "NAME")),
             "lower-case nursing note": record["text"] != record["text"].upper()
             and re.search("^(neuro|cv|resp): ", record["text"], re.I | re.M) is not None,
+            "invented name": any(word not in _gazetteer_words() for word in _name_words(record)),
         }
         for name, present in found.items():
             features[name][record["user_id"]].append(float(present))
     return {name: {user: sum(v) / len(v) for user, v in per_user.items()} for name, per_user in features.items()}
+
+
+def _name_words(record) -> list[str]:
+    return [word.casefold() for name in _gold(record, "NAME") for word in re.findall(r"[^\W\d_]{3,}", name)]
+
+
+def test_a_share_of_names_is_invented_or_a_common_word(corpus_200):
+    """Names no gazetteer holds ('Drousken') and names that are everyday words ('Rose Hall'), at the shares
+    realism sets (0.2 and 0.1 of the people at the default), so NAME coverage is not measured on the lists the
+    name gazetteer is made of; at realism 0 every name is Faker's."""
+    people = collections.Counter()
+    word_names = {name.casefold() for names in _WORD_NAMES.values() for name in names}
+    for record in corpus_200:
+        for word in set(_name_words(record)):
+            people["invented" if word not in _gazetteer_words() else "word" if word in word_names else "faker"] += 1
+    total = sum(people.values())
+    assert abs(people["invented"] / total - 0.5 * INVENTED_NAME_SHARE) < 0.07, people
+    assert people["word"] / total > 0.5 * WORD_NAME_SHARE - 0.03, people  # more: Faker draws "Young", "King" too
+    tidy = [word for record in generate_corpus(30, realism=0) for word in _name_words(record)]
+    assert tidy and all(word in _gazetteer_words() for word in tidy)
 
 
 def test_members_and_non_members_draw_real_note_features_from_one_distribution(corpus_200):

@@ -14,7 +14,9 @@ that every patient of the corpus's few local hospitals shares ("pt from CMH"), h
 local pool in capitals or lower case ("lives in WALTHAM", "home to brockton"), years as '92, nurses'
 notes in lower case with lines in capitals, clinicians without titles and in lower case ("md jones
 aware"), relatives by first name ("son JOHN called"), and signatures ("JS RN", "j smith rn"). `realism`
-is the chance that a mention takes such a form.
+is the chance that a mention takes such a form. It also sets the share of names that no gazetteer holds
+(built from syllables) or that are everyday words ("Rose", "Hall"): Faker's names alone are the very lists
+the NER's name gazetteer is built from, and would overstate how well names are found in real notes.
 """
 from __future__ import annotations
 
@@ -23,12 +25,14 @@ import json
 import random
 import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Sequence
 
 from faker import Faker
 
 from ppmlm.identifiers.labels import AGE, DATE, EMAIL, HOSPITAL, ID, LOCATION, NAME, PHONE, URL
+from ppmlm.resources import ner_model_folder
 
 # A piece of a note: plain text, or (identifier text, PHI label).
 Piece = str | tuple[str, str]
@@ -54,6 +58,11 @@ SECOND_PROBLEM_SHARE = 0.3
 FACT_SHARE = 0.55  # chance that a note repeats a given personal detail: memorization needs repetition
 LOCAL_TOWNS = 12  # the hospitals' catchment: most patients live in one of these towns
 LOCAL_SHARE = 0.8  # patients from the local towns; the others come from anywhere
+# Of the people's names (patients, relatives, clinicians), `realism` times these shares are invented from
+# syllables (in no gazetteer of ner_models/) and names that are also common words ("Rose", "Hall", "Page");
+# the rest are Faker's, the source of the name gazetteer. At the default realism: 20% and 10%.
+INVENTED_NAME_SHARE = 0.4
+WORD_NAME_SHARE = 0.2
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -749,9 +758,63 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z]", "", text.lower())
 
 
-def _draw_staff(seed: int, fake: Faker) -> _Staff:
+# Names that are also everyday words: the NER's ambiguity rule asks for context before taking them as names.
+_WORD_NAMES = {
+    "female": _words("Rose | Hope | Faith | Grace | Joy | June | Iris | Ivy | Dawn | Holly | Pearl | Ruby | Amber "
+                     "| Daisy | Summer | Crystal | Violet | Heather | Olive | Ginger"),
+    "male": _words("Bill | Mark | Frank | Grant | Will | Chase | Drew | Guy | Jack | Rich | Hunter | Art | Dean "
+                   "| Miles | Wade | Rusty | Buck | Clay | Glen | Forrest"),
+    "last": _words("Hall | Page | Bell | Cook | Long | Young | King | Wood | Rice | Fox | Black | White | Brown "
+                   "| Green | Gray | Hill | Lane | Stone | Price | Banks | Little | Park | Hunt | Mills | Cross "
+                   "| Marsh | Ford | Love | Short | Swift | Bishop | Mason | Cash | Frost | Snow | Hart | Burns "
+                   "| Church | Bond | Best | Wise | Sharp | Strong | Noble | Post | Small | Sweet | Moss | Reed"),
+}
+# Syllables of invented names, and endings that make them read as first names of either sex or as surnames.
+_ONSETS = _words("b | br | ch | d | dr | f | g | gr | h | j | k | kl | l | m | n | p | r | s | sh | st | t | tr "
+                 "| v | w | z")
+_VOWELS = _words("a | e | i | o | u | a | e | i | o | ai | ei | ou")
+_CODAS = ("", "", "", "n", "r", "l", "s", "k", "m", "nd", "rt", "sk", "x")
+_ENDINGS = {"female": _words("a | ia | elle | ine | a"), "male": _words("o | an | el | is | ar"),
+            "last": ("", "", "er", "an", "ek", "ini", "ez", "ak", "is", "ov")}
+
+
+@cache
+def _gazetteer_words() -> frozenset[str]:
+    """Every word of the NER's name and place gazetteers, lower-cased: invented names avoid them all."""
+    folder = ner_model_folder("clinical_en")
+    lines = (line for name in ("first_names.txt", "last_names.txt", "us_places.txt", "places.txt")
+             for line in (folder / name).read_text(encoding="utf-8").splitlines() if not line.startswith("#"))
+    return frozenset(word.lower() for line in lines for word in line.split())
+
+
+_CLUMSY = re.compile(r"[aeiou]{3}|([aeiou])\1|[^aeiou]{4}")  # 'biaa', 'ouo', 'rthn': hard to read as a name
+
+
+def _invented_name(rng: random.Random, kind: str) -> str:
+    """A pronounceable name in no gazetteer ('Drousken', 'Veimara'); `kind` is 'female', 'male' or 'last'."""
+    while True:
+        name = "".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS) for _ in range(2))
+        name += rng.choice(_ENDINGS[kind])
+        if 4 <= len(name) <= 9 and not _CLUMSY.search(name) and name not in _gazetteer_words():
+            return name.capitalize()
+
+
+def _realistic_name(faker_name: str, kind: str, rng: random.Random, realism: float) -> str:
+    """Faker's name or, with chance `realism * INVENTED_NAME_SHARE`, an invented one, and with chance
+    `realism * WORD_NAME_SHARE` one that is also a common word. Faker's name is always drawn by the caller,
+    so Faker's later draws, and everything else about the patient, stay as at realism 0."""
+    roll = rng.random()
+    if roll < realism * INVENTED_NAME_SHARE:
+        return _invented_name(rng, kind)
+    if roll < realism * (INVENTED_NAME_SHARE + WORD_NAME_SHARE):
+        return rng.choice(_WORD_NAMES[kind])
+    return faker_name
+
+
+def _draw_staff(seed: int, fake: Faker, realism: float = REALISM) -> _Staff:
     rng = random.Random(f"ppmlm-synth-staff:{seed}")
     fake.seed_instance(f"ppmlm-synth-staff-faker:{seed}")
+    names = random.Random(f"ppmlm-synth-staff-names:{seed}")  # its own stream: the rest is as at realism 0
     saint, surnames = rng.choice(_SAINTS), [fake.last_name() for _ in range(3)]
     # Real towns (Faker's geo list, as real notes name real towns) and invented ones (towns no list holds).
     towns = [fake.local_latlng(country_code="US")[2] if rng.random() < 0.5 else fake.city() for _ in range(LOCAL_TOWNS)]
@@ -770,6 +833,8 @@ def _draw_staff(seed: int, fake: Faker) -> _Staff:
     for specialty in CLASSES + ("internal medicine", "nursing", "nursing"):
         for _ in range(4):
             first, last = fake.first_name(), fake.last_name()
+            first = _realistic_name(first, names.choice(("female", "male")), names, realism)
+            last = _realistic_name(last, "last", names, realism)
             email = f"{_slug(first)[0]}{_slug(last)}@{rng.choice(hospitals).domain}"
             clinicians.append(_Clinician(first, last, specialty, email, _digits(rng, 5)))
     return _Staff(
@@ -883,11 +948,14 @@ def _life_event(rng: random.Random, fake: Faker, first_visit: dt.date) -> list[P
     return ["Was a contestant on a television game show in ", _span(year, DATE), "."]
 
 
-def _draw_patient(seed: int, index: int, fake: Faker, staff: _Staff, rng: random.Random) -> _Patient:
+def _draw_patient(seed: int, index: int, fake: Faker, staff: _Staff, rng: random.Random,
+                  realism: float = REALISM) -> _Patient:
     fake.seed_instance(f"ppmlm-synth-patient-faker:{seed}:{index}")
+    names = random.Random(f"ppmlm-synth-patient-names:{seed}:{index}")  # its own stream: the rest is as at realism 0
     male = rng.random() < 0.5
-    first = fake.first_name_male() if male else fake.first_name_female()
-    last = fake.last_name()
+    sex = "male" if male else "female"
+    first = _realistic_name(fake.first_name_male() if male else fake.first_name_female(), sex, names, realism)
+    last = _realistic_name(fake.last_name(), "last", names, realism)
     first_visit = dt.date(2014, 1, 1) + dt.timedelta(days=rng.randrange(10 * 365))
     birth = first_visit - dt.timedelta(days=rng.randint(19 * 365, 95 * 365))
     hospital = rng.choice(staff.hospitals)
@@ -898,7 +966,9 @@ def _draw_patient(seed: int, index: int, fake: Faker, staff: _Staff, rng: random
     hobbies = rng.sample(_HOBBIES, rng.choice((1, 1, 2)))
     pet = (rng.choice(_PET_KINDS), rng.choice(_PET_NAMES))
     relation = rng.choice(_RELATIVES)
-    relative_first = fake.first_name_female() if relation in _FEMALE_RELATIVES else fake.first_name_male()
+    relative_sex = "female" if relation in _FEMALE_RELATIVES else "male"
+    relative_first = _realistic_name(fake.first_name_female() if relative_sex == "female" else fake.first_name_male(),
+                                     relative_sex, names, realism)
     habit = rng.choice(_HABITS).format(n=rng.randint(2, 12), beverage=rng.choice(_BEVERAGES))
     facts: list[list[Piece]] = [
         [f"Works as a {occupation}."],
@@ -1303,11 +1373,11 @@ def generate_corpus(n_users: int, seed: int = 0, realism: float = REALISM) -> li
     if not 0 <= realism <= 1:
         raise ValueError(f"realism must be between 0 and 1, got {realism}")
     fake = Faker("en_US")
-    staff = _draw_staff(seed, fake)
+    staff = _draw_staff(seed, fake, realism)
     records: list[dict] = []
     for index in range(n_users):
         rng = random.Random(f"ppmlm-synth-patient:{seed}:{index}")
-        patient = _draw_patient(seed, index, fake, staff, rng)
+        patient = _draw_patient(seed, index, fake, staff, rng, realism)
         records.extend(_draw_notes(patient, staff, rng, realism))
     return records
 
