@@ -1,4 +1,5 @@
-"""Where models come from. The Hub is never contacted: a name must resolve to local files."""
+"""Where models come from, and the parts of them the project reads. The Hub is never contacted: a name must
+resolve to local files."""
 from __future__ import annotations
 
 import fnmatch
@@ -26,3 +27,14 @@ def weights_digests(directory) -> dict[str, str]:
             with path.open("rb") as handle:
                 digests[path.name] = hashlib.file_digest(handle, "sha256").hexdigest()
     return digests
+
+
+def lm_head(model):
+    """The masked LM's vocabulary head (BERT's `cls`, RoBERTa's `lm_head`), or None for an architecture that does
+    not name it: training, DP-SGD and the audit run it on the masked positions only, skipping most of the
+    largest matrix product."""
+    for name in ("cls", "lm_head"):
+        head = getattr(model, name, None)
+        if head is not None:
+            return head
+    return None

@@ -84,7 +84,7 @@ def train(cfg) -> Path:
     model = load_model(cfg.model, tokenizer)
     collator = PrivacyMaskingCollator(tokenizer, mlm_probability=cfg.masking.mlm_probability, generator=torch.Generator())
     if cfg.train.dp.enabled:
-        from ppmlm.training.dp import PrivateTrainer
+        from ppmlm.training.dp.trainer import PrivateTrainer
 
         trainer = PrivateTrainer(cfg, model, data.features, collator, accelerator)
     else:

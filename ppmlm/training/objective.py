@@ -4,6 +4,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ppmlm.models import lm_head
+
 
 class MaskedLMLoss(torch.nn.Module):
     """Per-sequence loss: mean over each sequence's masked tokens (DESIGN). A sequence with no masked
@@ -21,11 +23,7 @@ class MaskedLMLoss(torch.nn.Module):
     @property
     def head(self):
         """The vocabulary projection, when the architecture names it (not a registered submodule here)."""
-        for name in ("cls", "lm_head"):
-            head = getattr(self.model, name, None)
-            if head is not None:
-                return head
-        return None
+        return lm_head(self.model)
 
     def forward(self, input_ids, attention_mask, labels) -> torch.Tensor:
         target = labels != -100
