@@ -33,6 +33,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
+from ppmlm.files import COMPLETE  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = {
     "mlm": ["recipe=mlm"],
@@ -90,7 +92,7 @@ def sweep_points(args) -> list[tuple[int, int]]:
 
 def finished(run: Run, epochs: int) -> bool:
     if run.name == "reference":
-        return (run.directory / "checkpoints" / f"epoch-{epochs}" / "complete").exists()
+        return (run.directory / "checkpoints" / f"epoch-{epochs}" / COMPLETE).exists()
     return (run.directory / "audit" / f"epoch-{epochs}.json").exists()
 
 
@@ -104,7 +106,7 @@ def train(run: Run, launcher: list[str], epochs: int) -> None:
     print(f"[{run.domain}] {run.name}: training ({run.directory}/train.log)", flush=True)
     with (run.directory / "train.log").open("a") as log:
         done = subprocess.run(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                              env=dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false"))
+                              env=dict(os.environ, TOKENIZERS_PARALLELISM="false"))
     if done.returncode != 0:
         sys.exit(f"bench/results.py: {run.domain} {run.name} failed (exit {done.returncode}); "
                  f"see {run.directory / 'train.log'}")

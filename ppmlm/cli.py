@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 from ppmlm.corpus.domains import SYNTHETIC_DOMAINS
 from ppmlm.errors import PPMLMError
 from ppmlm.identifiers.profiles import DEFAULT_PROFILE, PROFILES
+from ppmlm.models import local_models_only
 
 
 def _synth(args) -> None:
@@ -48,7 +48,6 @@ def _train(args) -> None:
 
 
 def _audit(args) -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models are local; the Hub is never contacted
     from ppmlm.audit.command import audit_command
 
     limits = {"max_users_per_side": args.max_users, "max_chunks_per_user": args.max_chunks,
@@ -199,6 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command != "push":  # the one command that talks to the Hub
+        local_models_only()
     try:
         args.run(args)
     except PPMLMError as error:

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import os
 from pathlib import Path
 
 # The files of a saved model that hold its weights: one file, or shards and their index.
 WEIGHT_FILES = ("model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json",
                 "pytorch_model.bin", "pytorch_model-*-of-*.bin", "pytorch_model.bin.index.json")
+
+
+def local_models_only() -> None:
+    """Tells the Hugging Face libraries never to contact the Hub: every model here is a local folder, and a
+    mistyped path must fail at once, not turn into a download. Call it before they are imported (huggingface_hub
+    reads it once, at import), from the commands that read models; not from `ppmlm push`, which uploads. A value
+    already set in the environment wins."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def default_model_path() -> Path:
@@ -38,3 +47,9 @@ def lm_head(model):
         if head is not None:
             return head
     return None
+
+
+def uncased(tokenizer) -> bool:
+    """Whether the tokenizer folds case ("A" and "a" give the same ids): an uncased model cannot tell "Smith"
+    from "smith", so neither should the terms it is trained or audited against."""
+    return tokenizer("A", add_special_tokens=False)["input_ids"] == tokenizer("a", add_special_tokens=False)["input_ids"]

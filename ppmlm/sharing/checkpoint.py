@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ppmlm.errors import PPMLMError
+from ppmlm.files import COMPLETE
 from ppmlm.models import weights_digests
 from ppmlm.sharing.provenance import audit_mismatches
 
@@ -23,7 +24,6 @@ EXPORTED = (
     "vocab.txt", "vocab.json", "merges.txt", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model",
 )
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
-COMPLETE = "complete"  # written last by the training loop (ppmlm/training/loop.py)
 
 
 @dataclass(frozen=True)
