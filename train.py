@@ -9,7 +9,10 @@ import sys
 
 from ppmlm.cli import add_train_arguments, parse_train_arguments
 from ppmlm.errors import PPMLMError
-from ppmlm.pipeline import train_from_overrides
+from ppmlm.models import local_models_only
+
+local_models_only()  # before the training modules import the Hugging Face libraries, which read it once
+from ppmlm.pipeline import train_from_overrides  # noqa: E402
 
 if __name__ == "__main__":
     args = parse_train_arguments(add_train_arguments(argparse.ArgumentParser(prog="train.py", description=__doc__)))

@@ -47,7 +47,7 @@ from ppmlm.features import FEATURE_COLUMNS, build_features  # noqa: E402
 from ppmlm.masking.collator import PrivacyMaskingCollator  # noqa: E402
 from ppmlm.models import default_model_path  # noqa: E402
 from ppmlm.pipeline import compose_config  # noqa: E402
-from ppmlm.training.dp import PrivateTrainer  # noqa: E402
+from ppmlm.training.dp.trainer import PrivateTrainer  # noqa: E402
 from ppmlm.training.objective import MaskedLMLoss  # noqa: E402
 
 

@@ -107,7 +107,7 @@ def train(run: Run, launcher: list[str], epochs: int) -> None:
     print(f"[{run.domain}] {run.name}: training ({run.directory}/train.log)", flush=True)
     with (run.directory / "train.log").open("a") as log:
         done = subprocess.run(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                              env=dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false"))
+                              env=dict(os.environ, TOKENIZERS_PARALLELISM="false"))
     if done.returncode != 0:
         sys.exit(f"bench/results.py: {run.domain} {run.name} failed (exit {done.returncode}); "
                  f"see {run.directory / 'train.log'}")

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 from ppmlm.corpus.domains import SYNTHETIC_DOMAINS
 from ppmlm.errors import PPMLMError
 from ppmlm.identifiers.profiles import DEFAULT_PROFILE, PROFILES
+from ppmlm.models import local_models_only
 
 
 def _synth(args) -> None:
@@ -48,7 +48,6 @@ def _train(args) -> None:
 
 
 def _audit(args) -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models are local; the Hub is never contacted
     from ppmlm.audit.command import audit_command
     from ppmlm.pipeline import train_reference
 
@@ -212,6 +211,8 @@ def parse_train_arguments(parser: argparse.ArgumentParser, argv=None) -> argpars
 
 def main(argv=None) -> int:
     args = parse_train_arguments(build_parser(), argv)
+    if args.command != "push":  # the one command that talks to the Hub
+        local_models_only()
     try:
         args.run(args)
     except PPMLMError as error:

@@ -1,13 +1,23 @@
-"""Where models come from. The Hub is never contacted: a name must resolve to local files."""
+"""Where models come from, and the parts of them the project reads. The Hub is never contacted: a name must
+resolve to local files."""
 from __future__ import annotations
 
 import fnmatch
 import hashlib
+import os
 from pathlib import Path
 
 # The files of a saved model that hold its weights: one file, or shards and their index.
 WEIGHT_FILES = ("model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json",
                 "pytorch_model.bin", "pytorch_model-*-of-*.bin", "pytorch_model.bin.index.json")
+
+
+def local_models_only() -> None:
+    """Tells the Hugging Face libraries never to contact the Hub: every model here is a local folder, and a
+    mistyped path must fail at once, not turn into a download. Call it before they are imported (huggingface_hub
+    reads it once, at import), from the commands that read models; not from `ppmlm push`, which uploads. A value
+    already set in the environment wins."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def default_model_path() -> Path:
@@ -26,3 +36,20 @@ def weights_digests(directory) -> dict[str, str]:
             with path.open("rb") as handle:
                 digests[path.name] = hashlib.file_digest(handle, "sha256").hexdigest()
     return digests
+
+
+def lm_head(model):
+    """The masked LM's vocabulary head (BERT's `cls`, RoBERTa's `lm_head`), or None for an architecture that does
+    not name it: training, DP-SGD and the audit run it on the masked positions only, skipping most of the
+    largest matrix product."""
+    for name in ("cls", "lm_head"):
+        head = getattr(model, name, None)
+        if head is not None:
+            return head
+    return None
+
+
+def uncased(tokenizer) -> bool:
+    """Whether the tokenizer folds case ("A" and "a" give the same ids): an uncased model cannot tell "Smith"
+    from "smith", so neither should the terms it is trained or audited against."""
+    return tokenizer("A", add_special_tokens=False)["input_ids"] == tokenizer("a", add_special_tokens=False)["input_ids"]

@@ -27,10 +27,10 @@ from accelerate.utils import broadcast_object_list
 from omegaconf import OmegaConf
 
 from ppmlm.errors import ConfigError
+from ppmlm.files import COMPLETE, write_atomically
 
 MARKER = ".ppmlm-run"
 LOCK = ".lock"
-COMPLETE = "complete"  # written last in a checkpoint: a run killed while saving never resumes from half of one
 # Keys a resumed run may change: where and how it logs, caches and parallelises, and the sharing policy
 # (read at push time). Everything else shapes the weights or the audit of the epochs already written.
 OPERATIONAL = ("resume", "allow_resume_changes", "output_dir", "train.tracker", "train.num_workers", "train.log_every",
@@ -224,13 +224,6 @@ def checkpoint_epsilon(checkpoint) -> dict | None:
         return None
     spent = json.loads(path.read_text())
     return {**spent.get("epsilon", {}), "delta": spent.get("privacy", {}).get("delta")}
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """A reader, or a run killed while writing, never sees half a file."""
-    staging = path.with_name(f".{path.name}.tmp")
-    staging.write_text(text, encoding="utf-8")
-    os.replace(staging, path)
 
 
 def _shown(value):

@@ -12,8 +12,11 @@ from ppmlm.corpus.synth import generate_corpus
 from ppmlm.errors import PPMLMError
 from ppmlm.features import FEATURE_COLUMNS, build_features
 from ppmlm.masking.collator import PrivacyMaskingCollator
-from ppmlm.training import dp
 from ppmlm.pipeline import compose_config, train
+from ppmlm.training.dp.accounting import PrivacyLedger, calibrate_noise, chunks_per_user, group_bound
+from ppmlm.training.dp.model import PerSampleMaskedLMLoss, prediction_head, unshare_head_bias
+from ppmlm.training.dp.sampling import PoissonChunkSampler, cap_chunks_per_user
+from ppmlm.training.dp.trainer import PrivateTrainer
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
@@ -36,7 +39,7 @@ def tiny_features(tokenizer, users=2):
 def trainer_for(tokenizer, model, features, *dp_overrides, batch_size=4, mlm_probability=0.15):
     cfg = compose_config(["recipe=dp", f"train.batch_size={batch_size}", "train.epochs=1", *dp_overrides])
     collator = PrivacyMaskingCollator(tokenizer, mlm_probability=mlm_probability, generator=torch.Generator().manual_seed(0))
-    return dp.PrivateTrainer(cfg, model, features, collator, Accelerator(cpu=True)), collator
+    return PrivateTrainer(cfg, model, features, collator, Accelerator(cpu=True)), collator
 
 
 def batch_of(collator, features, n):
@@ -45,7 +48,7 @@ def batch_of(collator, features, n):
 
 def per_sample_autograd(model, batch):
     """Each sequence's gradient on its own (a batch of one, same padding): the reference for Opacus."""
-    objective = dp.PerSampleMaskedLMLoss(model)
+    objective = PerSampleMaskedLMLoss(model)
     params = [p for p in objective.parameters() if p.requires_grad]
     grads = []
     for i in range(len(batch["input_ids"])):
@@ -72,14 +75,14 @@ class _Optimizer:
 def test_published_epsilon_by_both_accountants():
     """Opacus's own test setting: sigma=1.5, q=0.04, 2,250 steps, delta=1e-5. RDP gives 7.3291; PRV gives
     6.7791 (Opacus's test asserts 6.7774 for int(90 // 0.04) = 2,249 steps)."""
-    ledger = dp.PrivacyLedger(noise_multiplier=1.5, sample_rate=0.04)
+    ledger = PrivacyLedger(noise_multiplier=1.5, sample_rate=0.04)
     for _ in range(2250):
         ledger(_Optimizer())
     epsilon = ledger.epsilon(1e-5)
     assert ledger.steps == 2250
     assert epsilon["rdp"] == pytest.approx(7.3291, abs=1e-3)
     assert epsilon["prv"] == pytest.approx(6.7791, abs=1e-3)
-    resumed = dp.PrivacyLedger(noise_multiplier=1.5, sample_rate=0.04)
+    resumed = PrivacyLedger(noise_multiplier=1.5, sample_rate=0.04)
     resumed.load_state_dict(ledger.state_dict())
     assert resumed.epsilon(1e-5) == epsilon
 
@@ -87,28 +90,28 @@ def test_published_epsilon_by_both_accountants():
 @pytest.mark.parametrize("accountant", ["rdp", "prv"])
 def test_calibrated_noise_meets_the_target(accountant):
     cfg = compose_config(["recipe=dp", f"train.dp.accountant={accountant}"]).train.dp
-    sigma = dp.calibrate_noise(cfg, sample_rate=0.01, steps=300)
-    ledger = dp.PrivacyLedger(sigma, 0.01)
+    sigma = calibrate_noise(cfg, sample_rate=0.01, steps=300)
+    ledger = PrivacyLedger(sigma, 0.01)
     for a in ledger.accountants.values():
         a.history = [(sigma, 0.01, 300)]
     assert 8.0 - 0.05 < ledger.epsilon(1e-5)[accountant] <= 8.0
 
 
 def test_group_bound_and_chunk_cap(bert_tokenizer):
-    assert dp.group_bound(1.0, 1e-5, 1) == {"epsilon": 1.0, "delta": pytest.approx(1e-5), "vacuous": False}
-    assert dp.group_bound(0.5, 1e-6, 3) == {"epsilon": 1.5, "delta": pytest.approx(3 * 2.718281828 * 1e-6), "vacuous": False}
-    assert dp.group_bound(8.0, 1e-5, 10)["vacuous"]
+    assert group_bound(1.0, 1e-5, 1) == {"epsilon": 1.0, "delta": pytest.approx(1e-5), "vacuous": False}
+    assert group_bound(0.5, 1e-6, 3) == {"epsilon": 1.5, "delta": pytest.approx(3 * 2.718281828 * 1e-6), "vacuous": False}
+    assert group_bound(8.0, 1e-5, 10)["vacuous"]
     features = tiny_features(bert_tokenizer, users=3)
-    before = dp.chunks_per_user(features["user_id"])
+    before = chunks_per_user(features["user_id"])
     assert before["max"] > 2
-    capped = dp.cap_chunks_per_user(features, 2, seed=1)
-    assert dp.chunks_per_user(capped["user_id"]) == {"users": before["users"], "max": 2, "mean": 2.0}
-    assert capped["input_ids"] == dp.cap_chunks_per_user(features, 2, seed=1)["input_ids"]  # deterministic
-    assert dp.cap_chunks_per_user(features, None, seed=1) is features
+    capped = cap_chunks_per_user(features, 2, seed=1)
+    assert chunks_per_user(capped["user_id"]) == {"users": before["users"], "max": 2, "mean": 2.0}
+    assert capped["input_ids"] == cap_chunks_per_user(features, 2, seed=1)["input_ids"]  # deterministic
+    assert cap_chunks_per_user(features, None, seed=1) is features
 
 
 def test_poisson_sampler_shares_one_batch_between_ranks():
-    ranks = [dp.PoissonChunkSampler(1000, 0.05, 40, seed=7, rank=r, world_size=2) for r in (0, 1)]
+    ranks = [PoissonChunkSampler(1000, 0.05, 40, seed=7, rank=r, world_size=2) for r in (0, 1)]
     batches = [list(s) for s in ranks]
     assert [len(b) for b in batches] == [40, 40]  # the same number of steps on every rank
     sizes = []
@@ -116,9 +119,9 @@ def test_poisson_sampler_shares_one_batch_between_ranks():
         assert not set(mine) & set(theirs)
         sizes.append(len(mine) + len(theirs))
     assert 45 < sum(sizes) / len(sizes) < 55  # expected 50 = q * N
-    tiny = list(dp.PoissonChunkSampler(10, 0.02, 50, seed=7))
+    tiny = list(PoissonChunkSampler(10, 0.02, 50, seed=7))
     assert len(tiny) == 50 and [] in tiny  # empty batches are yielded, not skipped
-    again = dp.PoissonChunkSampler(1000, 0.05, 40, seed=7, rank=0, world_size=2)
+    again = PoissonChunkSampler(1000, 0.05, 40, seed=7, rank=0, world_size=2)
     again.set_epoch(0)
     assert list(again) == batches[0]
     again.set_epoch(1)
@@ -142,9 +145,9 @@ def test_per_sample_gradients_match_autograd(family, bert_tokenizer, roberta_tok
     rows = sorted(rows, key=lambda r: len(r["input_ids"]))[:: max(1, len(rows) // 4)][:4]
     batch = collator(rows)
     assert len(set((batch["attention_mask"].sum(1)).tolist())) > 1, "want sequences of different lengths"
-    dp.unshare_head_bias(model)
+    unshare_head_bias(model)
     params, expected = per_sample_autograd(model, batch)
-    module = GradSampleModule(dp.PerSampleMaskedLMLoss(model))
+    module = GradSampleModule(PerSampleMaskedLMLoss(model))
     module(batch["input_ids"], batch["attention_mask"], batch["labels"]).mean().backward()
     for j, p in enumerate(params):
         want = torch.stack([g[j] for g in expected])
@@ -213,14 +216,14 @@ def test_checkpoint_reloads_as_a_plain_hugging_face_model(family, tmp_path, bert
     trainer.save_pretrained(tmp_path)
     reloaded = AutoModelForMaskedLM.from_pretrained(tmp_path).eval()
     trained = trainer.objective.model.eval()
-    head = dp.prediction_head(reloaded)
+    head = prediction_head(reloaded)
     assert head.bias is head.decoder.bias and head.bias.abs().sum() > 0  # the trained bias came back, aliased
     batch = batch_of(collator, features, 3)
     with torch.no_grad():
         want = trained(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
         got = reloaded(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
     assert torch.allclose(got, want, atol=1e-5)
-    assert "bias" not in dp.prediction_head(trained)._parameters  # training layout again after saving
+    assert "bias" not in prediction_head(trained)._parameters  # training layout again after saving
 
 
 # --- the training loop ------------------------------------------------------------------------------------
@@ -250,7 +253,7 @@ def test_dp_run_reports_epsilon_under_target_and_saves_a_loadable_checkpoint(tmp
     checkpoint = run_dir / "checkpoints" / "epoch-1"
     assert json.loads((checkpoint / "privacy.json").read_text())["epsilon"] == end["epsilon"]
     model = AutoModelForMaskedLM.from_pretrained(checkpoint)
-    assert dp.prediction_head(model).bias.abs().sum() > 0
+    assert prediction_head(model).bias.abs().sum() > 0
 
 
 def test_resumed_run_keeps_its_accountant_history(tmp_path):
@@ -261,7 +264,7 @@ def test_resumed_run_keeps_its_accountant_history(tmp_path):
     first, second = epoch_ends(train(compose_config([*fixed, "train.epochs=2", "allow_resume_changes=true"])))
     steps = first["privacy"]["steps"]
     assert second["privacy"]["steps"] == 2 * steps == 2 * first["steps"]
-    uninterrupted = dp.PrivacyLedger(0.8, first["privacy"]["sample_rate"])
+    uninterrupted = PrivacyLedger(0.8, first["privacy"]["sample_rate"])
     for _ in range(2 * steps):
         uninterrupted(_Optimizer(noise_multiplier=0.8))
     assert second["epsilon"] == uninterrupted.epsilon(1e-5)
@@ -320,7 +323,7 @@ def test_two_processes_add_the_noise_once_per_logical_batch(tmp_path, two_ranks)
     assert end["processes"] == 2 and len(set(end["weight_checksums"])) == 1
     privacy = end["privacy"]
     assert privacy["sample_rate"] == 6 / privacy["chunks"] and privacy["steps"] == end["steps"]
-    one_process = dp.PrivacyLedger(0.8, privacy["sample_rate"])
+    one_process = PrivacyLedger(0.8, privacy["sample_rate"])
     for _ in range(privacy["steps"]):
         one_process(_Optimizer(noise_multiplier=0.8))
     assert end["epsilon"] == one_process.epsilon(1e-5)

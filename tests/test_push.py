@@ -282,7 +282,7 @@ def test_a_dp_run_card_states_epsilon_and_privacy_json_stays(audited_run, tmp_pa
     """DP accounting as the DP trainer writes it beside the weights: in the card, never in the export."""
     from omegaconf import OmegaConf
 
-    from ppmlm.training.dp import GROUP_BOUND, group_bound
+    from ppmlm.training.dp.accounting import GROUP_BOUND, group_bound
 
     epsilon = {"rdp": 7.9, "prv": 6.2}
     run = edited_copy(audited_run.run, tmp_path / "run", lambda figures: figures.update(dp={**epsilon, "delta": 1e-5}))

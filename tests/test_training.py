@@ -131,7 +131,8 @@ def test_parameters_missing_from_the_checkpoint_learn_at_head_lr(tmp_path, bert_
     parameters, and only those, form the `train.head_lr` group; with head_lr null there is one group."""
     from transformers import AutoConfig, BertModel
 
-    from ppmlm.training.loop import load_model, parameter_groups
+    from ppmlm.training.loop import load_model
+    from ppmlm.training.objective import parameter_groups
     from ppmlm.training.objective import MaskedLMLoss
 
     config = AutoConfig.for_model("bert", hidden_size=32, num_hidden_layers=1, num_attention_heads=2,

@@ -16,10 +16,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 import re
 import secrets
 from pathlib import Path
+
+from ppmlm.files import write_atomically
 
 EPOCH_FILE = re.compile(r"epoch-(\d+)\.json$")
 SECRET = ".salt"
@@ -54,13 +55,6 @@ class Pseudonyms:
 
     def __call__(self, kind: str, value: str) -> str:
         return hashlib.blake2b(f"{kind}\x00{value}".encode(), key=self._salt, digest_size=8).hexdigest()
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """A reader (the report, a person) never sees half a file."""
-    staging = path.with_name(f".{path.name}.tmp")
-    staging.write_text(text, encoding="utf-8")
-    os.replace(staging, path)
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> None:

@@ -101,7 +101,8 @@ def roc_figures(scores, labels, groups, levels, resamples: int, confidence: floa
     labels = np.asarray(labels).astype(bool)
     members, non_members = int(labels.sum()), int((~labels).sum())
     ranking = Ranking(scores, labels)
-    point = {name: float(values[0]) for name, values in curve_figures(*ranking.curves(np.ones((1, len(labels)))), levels).items()}
+    measured = curve_figures(*ranking.curves(np.ones((1, len(labels)))), levels)
+    point = {name: float(values[0]) for name, values in measured.items()}
     rng, draws = np.random.default_rng(seed), []
     for block in range(0, resamples, 250):  # bounded memory: 250 resamples x rows at a time
         weights = bootstrap_weights(groups, labels, min(250, resamples - block), rng)

@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from ppmlm.models import lm_head
+
 
 @dataclass
 class WordPrediction:
@@ -53,7 +55,7 @@ class SampleResult:
 def masked_log_probs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     """Log-probabilities over the vocabulary at `positions` (a boolean mask), computing the head there only
     when the architecture names it (BERT's `cls`, RoBERTa's `lm_head`)."""
-    head = getattr(model, "cls", None) or getattr(model, "lm_head", None)
+    head = lm_head(model)
     if head is not None:
         hidden = model.base_model(input_ids=input_ids, attention_mask=attention_mask)[0]
         logits = head(hidden[positions])

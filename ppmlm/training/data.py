@@ -15,6 +15,7 @@ from ppmlm.features import build_features
 from ppmlm.identifiers.blacklist import Blacklist, build_blacklist
 from ppmlm.identifiers.cache import cache_entry, run_blacklist_parameters
 from ppmlm.masking.variants import Variant, protected_view, pseudonymize
+from ppmlm.models import uncased
 from ppmlm.training.checks import check_enough_users
 
 
@@ -59,7 +60,7 @@ def prepare(cfg, tokenizer, variant: Variant, accelerator) -> RunData:
     members = corpus.filter(lambda user: user in member_set, input_columns="user_id")
     casefold = cfg.blacklist.casefold
     if casefold is None:  # an uncased tokenizer cannot tell "Smith" from "smith": neither should the terms
-        casefold = tokenizer("A", add_special_tokens=False)["input_ids"] == tokenizer("a", add_special_tokens=False)["input_ids"]
+        casefold = uncased(tokenizer)
     blacklist = members_blacklist(members, cfg, casefold, accelerator)
     if variant.pseudonymize:
         texts = [pseudonymize(t, blacklist.spans.get(d, ()), cfg.masking.placeholder)

@@ -2,10 +2,10 @@
 
 Read top to bottom: configuration -> data -> model -> trainer -> epochs (steps, metrics, checkpoint,
 callbacks). Work around the epochs (the per-epoch audit) comes in as callbacks wired by the caller
-(ppmlm.pipeline): the loop knows when to call them, not what they do. The trainer is `PlainTrainer` below, or `dp.PrivateTrainer` under `train.dp.enabled` (DP-SGD with Opacus); both
-yield one item per optimizer step. Each epoch reseeds the masking and dropout from (seed, epoch, rank), and
-the DP trainer its sampling and noise, so a run resumed from a checkpoint replays the same epochs as an
-uninterrupted one.
+(ppmlm.pipeline): the loop knows when to call them, not what they do. The trainer is `PlainTrainer`
+below, or `dp.PrivateTrainer` under `train.dp.enabled` (DP-SGD with Opacus); both yield one item per
+optimizer step. Each epoch reseeds the masking and dropout from (seed, epoch, rank), and the DP trainer its
+sampling and noise, so a run resumed from a checkpoint replays the same epochs as an uninterrupted one.
 """
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ from ppmlm.identifiers.blacklist import corpus_fingerprint
 from ppmlm.training.checks import check_training_config
 from ppmlm.training.data import prepare
 from ppmlm.training.distributed import end_processes
-from ppmlm.training.objective import MaskedLMLoss
+from ppmlm.training.dp.trainer import PrivateTrainer
+from ppmlm.training.objective import MaskedLMLoss, parameter_groups
 from ppmlm.rundir import RunDirectory, flatten_config, write_atomically
 
 
@@ -88,8 +89,6 @@ def train(cfg, callbacks: Sequence[TrainingCallback] = ()) -> Path:
     model = load_model(cfg.model, tokenizer)
     collator = PrivacyMaskingCollator(tokenizer, mlm_probability=cfg.masking.mlm_probability, generator=torch.Generator())
     if cfg.train.dp.enabled:
-        from ppmlm.training.dp import PrivateTrainer
-
         trainer = PrivateTrainer(cfg, model, data.features, collator, accelerator)
     else:
         trainer = PlainTrainer(cfg, model, data.features, collator, accelerator)
@@ -157,19 +156,6 @@ def load_model(model_cfg, tokenizer):
     model, loading = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True)
     model.ppmlm_fresh_parameters = frozenset(loading["missing_keys"])
     return model
-
-
-def parameter_groups(objective, train_cfg) -> list[dict]:
-    """AdamW groups: the parameters the checkpoint did not provide (the fresh MLM head of the default warm
-    start) learn at `train.head_lr`, the pretrained ones at `train.lr`. The paper starts from trained heads;
-    a fresh head at 1e-4 needs far more steps than a small corpus gives before it predicts anything."""
-    fresh = getattr(objective.model, "ppmlm_fresh_parameters", frozenset())
-    groups = {False: [], True: []}
-    for name, parameter in objective.model.named_parameters():
-        if parameter.requires_grad:
-            groups[name in fresh and train_cfg.head_lr is not None].append(parameter)
-    return [{"params": groups[False], "lr": train_cfg.lr}] + (
-        [{"params": groups[True], "lr": train_cfg.head_lr}] if groups[True] else [])
 
 
 def save_checkpoint(accelerator, trainer, tokenizer, run: RunDirectory, epoch: int, privacy: dict | None = None,

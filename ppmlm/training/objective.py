@@ -4,6 +4,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ppmlm.models import lm_head
+
 
 class MaskedLMLoss(torch.nn.Module):
     """Per-sequence loss: mean over each sequence's masked tokens (DESIGN). A sequence with no masked
@@ -21,11 +23,7 @@ class MaskedLMLoss(torch.nn.Module):
     @property
     def head(self):
         """The vocabulary projection, when the architecture names it (not a registered submodule here)."""
-        for name in ("cls", "lm_head"):
-            head = getattr(self.model, name, None)
-            if head is not None:
-                return head
-        return None
+        return lm_head(self.model)
 
     def forward(self, input_ids, attention_mask, labels) -> torch.Tensor:
         target = labels != -100
@@ -41,3 +39,16 @@ class MaskedLMLoss(torch.nn.Module):
             token_loss = F.cross_entropy(logits.float().flatten(0, 1), labels.flatten(), reduction="none", ignore_index=-100)
             summed = token_loss.view_as(labels).sum(dim=1)
         return summed / count.clamp(min=1)
+
+
+def parameter_groups(objective, train_cfg) -> list[dict]:
+    """AdamW groups: the parameters the checkpoint did not provide (the fresh MLM head of the default warm
+    start) learn at `train.head_lr`, the pretrained ones at `train.lr`. The paper starts from trained heads;
+    a fresh head at 1e-4 needs far more steps than a small corpus gives before it predicts anything."""
+    fresh = getattr(objective.model, "ppmlm_fresh_parameters", frozenset())
+    groups = {False: [], True: []}
+    for name, parameter in objective.model.named_parameters():
+        if parameter.requires_grad:
+            groups[name in fresh and train_cfg.head_lr is not None].append(parameter)
+    return [{"params": groups[False], "lr": train_cfg.lr}] + (
+        [{"params": groups[True], "lr": train_cfg.head_lr}] if groups[True] else [])
