@@ -44,7 +44,7 @@ from transformers import AutoTokenizer  # noqa: E402
 
 from ppmlm.audit import AuditConfig, audit_checkpoint  # noqa: E402
 from ppmlm.audit.command import training_blacklist  # noqa: E402
-from ppmlm.corpus.domains import load_run_corpus  # noqa: E402
+from ppmlm.corpus.loading import load_run_corpus  # noqa: E402
 from ppmlm.corpus.split import UserSplit  # noqa: E402
 from ppmlm.identifiers.blacklist import Blacklist  # noqa: E402
 from ppmlm.pipeline import compose_config, train  # noqa: E402

@@ -25,7 +25,7 @@ def test_every_public_name_resolves():
     for name in ppmlm.__all__:
         assert getattr(ppmlm, name) is not None, name
     assert ppmlm.__version__ == importlib.metadata.version("ppmlm")
-    assert ppmlm.train is importlib.import_module("ppmlm.training.loop").train  # the same object, not a copy
+    assert ppmlm.train is importlib.import_module("ppmlm.pipeline").train  # the same object, not a copy (audited training)
     assert set(ppmlm.__all__) <= set(dir(ppmlm))
 
 

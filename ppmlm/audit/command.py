@@ -17,8 +17,7 @@ from ppmlm.audit.checkpoint import audit_checkpoint
 from ppmlm.audit.config import AuditConfig
 from ppmlm.audit.policy import SharingPolicy
 from ppmlm.audit.reference import resolve_reference
-from ppmlm.corpus.domains import load_run_corpus
-from ppmlm.corpus.loading import load_corpus
+from ppmlm.corpus.loading import load_corpus, load_run_corpus
 from ppmlm.corpus.split import UserSplit, split_users
 from ppmlm.errors import PPMLMError
 from ppmlm.identifiers.blacklist import Blacklist, cached_blacklists, corpus_fingerprint

@@ -20,7 +20,7 @@ from typing import Callable
 from omegaconf import OmegaConf
 
 from ppmlm.audit.sampling import lent_by_run
-from ppmlm.corpus.domains import load_run_corpus
+from ppmlm.corpus.loading import load_run_corpus
 from ppmlm.corpus.split import split_users
 from ppmlm.errors import PPMLMError
 from ppmlm.identifiers.blacklist import corpus_fingerprint

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import datasets
 
+from ppmlm.corpus.domains import generate_synthetic
 from ppmlm.errors import CorpusError
 
 TEXT, USER, DOC = "text", "user_id", "doc_id"
@@ -169,3 +170,14 @@ def _first_type_clash(records: list[dict]) -> str:
                 return (f"record {i}: column {key!r} is {type(value).__name__} "
                         f"but {seen[0].__name__} in record {seen[1]}")
     return "records do not share one schema"
+
+
+def embedded_corpus(users: int, seed: int, domain: str = "clinical") -> datasets.Dataset:
+    return load_corpus(datasets.Dataset.from_list(generate_synthetic(domain, users, seed=seed)))
+
+
+def load_run_corpus(data_cfg, seed: int) -> datasets.Dataset:
+    """The corpus a run's `data` section names: its file, or the embedded synthetic corpus it generates."""
+    if data_cfg.path is None:  # configs of runs from before data.synth_domain trained on the clinical corpus
+        return embedded_corpus(data_cfg.synth_users, seed, data_cfg.get("synth_domain", "clinical"))
+    return load_corpus(data_cfg.path, data_cfg.text_column, data_cfg.user_column, data_cfg.doc_id_column)

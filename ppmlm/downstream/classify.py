@@ -34,13 +34,14 @@ from transformers import (
 )
 
 from ppmlm.audit.metrics import load_metric
+from ppmlm.corpus.loading import load_run_corpus
 from ppmlm.corpus.split import split_users
 from ppmlm.errors import PPMLMError
+from ppmlm.files import write_atomically
 from ppmlm.models import default_model_path
-from ppmlm.corpus.domains import load_run_corpus
+from ppmlm.rundir import RunDirectory
 from ppmlm.training.distributed import end_processes
 from ppmlm.training.loop import MetricsLog
-from ppmlm.rundir import RunDirectory, write_atomically
 
 
 def train_classifier(cfg) -> Path:

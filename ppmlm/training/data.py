@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import datasets
 
 from ppmlm.audit.sampling import lent_by_run
-from ppmlm.corpus.domains import load_run_corpus
+from ppmlm.corpus.loading import load_run_corpus
 from ppmlm.corpus.split import UserSplit, split_users
 from ppmlm.features import build_features
 from ppmlm.identifiers.blacklist import Blacklist, build_blacklist

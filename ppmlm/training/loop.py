@@ -25,17 +25,18 @@ from tqdm.auto import tqdm
 from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, get_linear_schedule_with_warmup
 
 from ppmlm.errors import PPMLMError
+from ppmlm.files import write_atomically
 from ppmlm.features import FEATURE_COLUMNS
+from ppmlm.identifiers.blacklist import corpus_fingerprint
 from ppmlm.masking.collator import PrivacyMaskingCollator
 from ppmlm.masking.variants import get_variant
 from ppmlm.models import default_model_path
-from ppmlm.identifiers.blacklist import corpus_fingerprint
+from ppmlm.rundir import RunDirectory, flatten_config
 from ppmlm.training.checks import check_training_config
 from ppmlm.training.data import prepare
 from ppmlm.training.distributed import end_processes
 from ppmlm.training.dp.trainer import PrivateTrainer
 from ppmlm.training.objective import MaskedLMLoss, parameter_groups
-from ppmlm.rundir import RunDirectory, flatten_config, write_atomically
 
 
 class TrainingCallback(Protocol):
