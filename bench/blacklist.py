@@ -18,7 +18,12 @@ laptop. Two separate figures, on the synthetic clinical corpus (3-12 notes per p
   The texts are cut into blocks and each block is timed on every side in turn (order rotating), so a
   machine shared with other jobs slows all sides alike; ratios are medians of per-block ratios.
 
+- Full build: `build_blacklist(corpus)` with the default NER on `--build-docs` realistic notes (2,400: the
+  corpus the issue's 60 s is about), once per `--build-n-process` value and repeat, wall and CPU seconds
+  (this process and its NER workers), medians.
+
     python bench/blacklist.py [--docs 5000 50000] [--ner-docs 2000] [--repeats 3] [--ner-repeats 1]
+                              [--build-docs 2400] [--build-n-process 1 2] [--build-repeats 3]
 
 The last line is `ner_ratio_to_previous_pipeline: X` (our NER time / the same without NEW_SOURCES). Our
 stage against the bare model (`ner_overhead_ratio`, 1.08 before those sources) is printed above it: the
@@ -31,6 +36,7 @@ import argparse
 import gc
 import json
 import os
+import resource
 import statistics
 import threading
 import time
@@ -187,6 +193,26 @@ def ner_comparison(texts: list[str], batch_size: int, block: int, repeats: int) 
     return ratio, previous
 
 
+def full_build(corpus: datasets.Dataset, n_processes: list[int], repeats: int) -> None:
+    """Wall and CPU seconds of the whole default build; runs of each n_process alternate."""
+    wall: dict[int, list[float]] = {n: [] for n in n_processes}
+    cpu: dict[int, list[float]] = {n: [] for n in n_processes}
+    for _ in range(repeats):
+        for n_process in n_processes:
+            before = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+            start = time.perf_counter()
+            build_blacklist(corpus, n_process=n_process, progress=False)
+            wall[n_process].append(time.perf_counter() - start)
+            after = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+            cpu[n_process].append(sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before)))
+    print(f"full build, default NER, {len(corpus)} realistic notes, {repeats} runs each (load average before: "
+          f"{os.getloadavg()[0]:.2f}):")
+    for n_process in n_processes:
+        print(f"  n_process={n_process}: wall {statistics.median(wall[n_process]):.1f} s median "
+              f"({', '.join(f'{t:.1f}' for t in wall[n_process])}), CPU {statistics.median(cpu[n_process]):.1f} s median "
+              f"(this process and its NER workers)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--docs", type=int, nargs="+", default=[5000, 50000], help="corpus sizes for the graph pass")
@@ -195,6 +221,9 @@ def main() -> None:
     parser.add_argument("--ner-repeats", type=int, default=1, help="rounds over the NER blocks")
     parser.add_argument("--batch-size", type=int, default=64, help="nlp.pipe batch size, both sides")
     parser.add_argument("--block", type=int, default=250, help="notes per interleaved NER timing block")
+    parser.add_argument("--build-docs", type=int, default=2400, help="realistic notes of the full build (0: skip it)")
+    parser.add_argument("--build-n-process", type=int, nargs="+", default=[1, 2], help="NER processes of the full build")
+    parser.add_argument("--build-repeats", type=int, default=3, help="full builds per n_process")
     args = parser.parse_args()
 
     first_texts: list[str] = []
@@ -208,6 +237,8 @@ def main() -> None:
         if not first_texts:
             first_texts = list(corpus["text"])[: args.ner_docs]
         del corpus
+    if args.build_docs:
+        full_build(make_corpus(args.build_docs), args.build_n_process, args.build_repeats)
     ratio, previous = ner_comparison(first_texts, args.batch_size, args.block, args.ner_repeats)
     print(f"ner_overhead_ratio: {ratio:.3f}")
     print(f"ner_ratio_to_previous_pipeline: {previous:.3f}")

@@ -14,6 +14,7 @@ what is protected there is the direct identifiers (NER, corpus evidence), not th
 synthetic corpora have patients and cases as users and the default k=2.
 
     python bench/ner_quality.py [--profiles balanced high-recall] [--users 160] [--limit N]
+                                [--corpora presidio abstracts clinical legal]
 
 The last line is `gold_coverage_synthetic_clinical: X` (the first profile asked for, as written).
 """
@@ -41,6 +42,7 @@ DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 PRESIDIO = DATA / "presidio_synthetic" / "synth_dataset_v2.json"
 ABSTRACTS = DATA / "medical_abstracts" / "medical_tc_test.csv"
 
+CORPORA = ("presidio", "abstracts", "clinical", "legal")
 # Presidio entity types -> PHI categories; None: not a direct identifier here (not scored)
 PRESIDIO_TO_PHI = {
     "PERSON": "NAME", "STREET_ADDRESS": "LOCATION", "GPE": "LOCATION", "ZIP_CODE": "LOCATION",
@@ -91,14 +93,20 @@ def main(argv=None) -> int:
     parser.add_argument("--profiles", nargs="+", choices=PROFILES, default=list(PROFILES))
     parser.add_argument("--users", type=int, default=160, help="patients / cases of each synthetic corpus")
     parser.add_argument("--limit", type=int, default=0, help="use only the first N texts of each corpus")
+    parser.add_argument("--corpora", nargs="+", choices=CORPORA, default=list(CORPORA),
+                        help="which corpora (each takes minutes on 2 cores; run them in separate processes)")
     args = parser.parse_args(argv)
 
     corpora = []  # (name, records, k)
-    if PRESIDIO.is_file() and ABSTRACTS.is_file():
-        corpora += [("presidio", presidio_records(args.limit), 1), ("abstracts (held out)", abstract_records(args.limit), 1)]
-    else:
+    public = [name for name in ("presidio", "abstracts") if name in args.corpora]
+    if public and not (PRESIDIO.is_file() and ABSTRACTS.is_file()):
         print(f"public corpora skipped: {DATA.resolve()} not found")
-    corpora += [(f"synthetic {domain}", synthetic_records(domain, args.users, args.limit), 2) for domain in ("clinical", "legal")]
+    elif public:
+        corpora += [(f"{name} ({len(records)} texts)", records, 1) for name, records in (
+            ("presidio", presidio_records(args.limit) if "presidio" in public else None),
+            ("abstracts (held out)", abstract_records(args.limit) if "abstracts" in public else None)) if records is not None]
+    corpora += [(f"synthetic {domain} ({len(records)} texts)", records, 2) for domain in ("clinical", "legal")
+                if domain in args.corpora for records in [synthetic_records(domain, args.users, args.limit)]]
 
     print("| corpus | case | profile | coverage | " + " | ".join(PHI_LABELS)
           + " | protected share | protected, not gold | build s |")
@@ -108,8 +116,8 @@ def main(argv=None) -> int:
         for upper in (False, True):
             for profile in args.profiles:
                 gold, seconds = measure(records, k, profile, upper)
-                print_row(f"{name} ({len(records)} texts)", "upper-cased" if upper else "as written", profile, gold, seconds)
-                if name == "synthetic clinical" and not upper and profile == args.profiles[0]:
+                print_row(name, "upper-cased" if upper else "as written", profile, gold, seconds)
+                if name.startswith("synthetic clinical") and not upper and profile == args.profiles[0]:
                     headline = gold["coverage"]
     print("\ncoverage: gold identifier words protected; per category likewise; protected share: of all word "
           "occurrences; protected, not gold: share of protected word occurrences outside every gold span")

@@ -95,6 +95,19 @@ def test_default_ner_finds_direct_identifiers():
     assert "7/22" in labels and "Alvarez" in labels  # shared by both users, caught by NER only
 
 
+def test_ner_in_worker_processes_builds_the_same_blacklist(monkeypatch):
+    """n_process=2 runs the NER in two spawned processes that return spans only, a few notes at a time: the
+    blacklist, its spans and its stats are those of the one-process build."""
+    from ppmlm.corpus.synth import generate_corpus
+    from ppmlm.identifiers.ner import load_ner
+
+    monkeypatch.setattr(load_ner("default"), "texts_per_task", 8)  # several tasks per worker, answered in order
+    notes = load_corpus(datasets.Dataset.from_list(generate_corpus(6, seed=3)))
+    one = build_blacklist(notes, progress=False)
+    two = build_blacklist(notes, n_process=2, progress=False)
+    assert two.terms == one.terms and two.spans == one.spans and two.stats == one.stats
+
+
 def test_command_writes_artifact_and_summary(tmp_path, capsys):
     path = tmp_path / "c.jsonl"
     corpus().to_json(str(path), lines=True)

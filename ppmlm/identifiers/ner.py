@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import re
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -130,21 +133,27 @@ class SpacyNER:
     """
 
     piece_chars = 100_000
+    texts_per_task = 256  # texts a worker process gets at a time with n_process > 1
 
     def __init__(
-        self, nlp: Language, label_map: dict[str, str | None], name: str, filters: Filters | None = None
+        self, nlp: Language, label_map: dict[str, str | None], name: str, filters: Filters | None = None,
+        spec: tuple[str, str] | None = None,
     ):
         self.nlp = nlp
         self.name = name
         self.label_map = {**label_map, **{label: label for label in PHI_LABELS}}
         self.filters = filters
+        self.spec = spec  # (spec, profile) that load_ner builds this backend from, in a worker process
 
     def spans(
         self, texts: Iterable[str], *, batch_size: int = 64, n_process: int = 1
     ) -> Iterator[list[Span]]:
         """One list of spans per text. A text longer than `piece_chars` goes through the pipeline in pieces cut at
         line breaks (else spaces): spaCy refuses texts over `nlp.max_length` and needs about 1 GB of memory
-        per 100,000 characters of one text."""
+        per 100,000 characters of one text. With `n_process` > 1, worker processes run it (`_spans_in_workers`)."""
+        if n_process > 1 and self.spec is not None:
+            yield from self._spans_in_workers(texts, batch_size, n_process)
+            return
         limit = min(self.piece_chars, self.nlp.max_length)
         # the piece rides along: rebuilding it from tokens costs
         pieces = ((piece, (piece, offset, last)) for text in texts for piece, offset, last in cut_into_pieces(text, limit))
@@ -154,6 +163,22 @@ class SpacyNER:
             if last:
                 yield found
                 found = []
+
+    def _spans_in_workers(self, texts: Iterable[str], batch_size: int, n_process: int) -> Iterator[list[Span]]:
+        """The spans of `spans`, computed by `n_process` spawned processes that each build this backend from its
+        spec and return spans only, in order. spaCy's own `n_process` sends every Doc back to this process and
+        rebuilds it here; the spans are a small fraction of that. Spawned, not forked: the caller may hold
+        torch's threads."""
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(n_process, mp_context=context) as pool:
+            pending: deque = deque()
+            tasks = _chunks(texts, self.texts_per_task)
+            for chunk in tasks:
+                pending.append(pool.submit(_worker_spans, self.spec, chunk, batch_size))
+                if len(pending) >= 2 * n_process:  # enough queued to keep every worker busy, no more in memory
+                    yield from pending.popleft().result()
+            while pending:
+                yield from pending.popleft().result()
 
     def doc_spans(self, doc, text: str) -> list[Span]:
         out = []
@@ -173,6 +198,22 @@ class SpacyNER:
                 label = mapped
             out.append(Span(ent.start_char, ent.end_char, label))
         return out
+
+
+def _chunks(texts: Iterable[str], size: int) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    for text in texts:
+        chunk.append(text)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _worker_spans(spec: tuple[str, str], texts: list[str], batch_size: int) -> list[list[Span]]:
+    """In a worker process: the spans of `texts` by the backend `load_ner(*spec)` (built once per process)."""
+    return list(load_ner(*spec).spans(texts, batch_size=batch_size))
 
 
 def cut_into_pieces(text: str, limit: int) -> list[tuple[str, int, bool]]:
@@ -707,7 +748,7 @@ def build_rules_pipeline(model_dir: str | Path = DEFAULT_MODEL_DIR, profile: str
     labels = _read_labels(model_dir / config["labels"])
     filters = Filters(config["filters"], model_dir) if config.get("filters") else None
     name = f"default:{model_dir.name}" + ("" if profile == DEFAULT_PROFILE else f"@{profile}")
-    return SpacyNER(nlp, labels, name=name, filters=filters)
+    return SpacyNER(nlp, labels, name=name, filters=filters, spec=(f"default:{model_dir}", profile))
 
 
 def _read_labels(path: Path) -> dict[str, str | None]:
@@ -735,7 +776,8 @@ def _spacy_backend(arg: str | None) -> SpacyNER:
         nlp = spacy.load(arg)
     except OSError as error:
         raise NERError(f"cannot load spaCy pipeline {arg!r}: {error}") from error
-    return SpacyNER(nlp, _read_labels(DEFAULT_MODEL_DIR / "labels.json"), name=f"spacy:{arg}")
+    return SpacyNER(nlp, _read_labels(DEFAULT_MODEL_DIR / "labels.json"), name=f"spacy:{arg}",
+                    spec=(f"spacy:{arg}", DEFAULT_PROFILE))
 
 
 def ner_rules_digest(ner: str) -> str | None:
