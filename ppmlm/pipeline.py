@@ -135,8 +135,7 @@ def one_line(error: Exception) -> str:
 
 def train_from_overrides(overrides: list[str], config_dir: str | Path | None = None):
     """Masked-LM fine-tuning with a recipe, or the downstream classifier when the config says task: classify."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the Hub: every model is local
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # read when the data loader forks, not at import
     cfg = compose_config(overrides, config_dir)
     if cfg.task == "classify":
         return train_classifier(cfg)

@@ -22,6 +22,7 @@ from ppmlm.corpus.split import UserSplit, split_users
 from ppmlm.errors import PPMLMError
 from ppmlm.identifiers.blacklist import Blacklist, cached_blacklists, corpus_fingerprint
 from ppmlm.identifiers.cache import run_blacklist_parameters
+from ppmlm.models import uncased
 from ppmlm.rundir import RunDirectory, checkpoint_epsilon
 
 DEFAULT_SPLIT_SEED = 42  # recipes/config.yaml's seed, which training splits users with
@@ -33,8 +34,7 @@ def training_blacklist(cfg, corpus, split, tokenizer) -> Path:
     if cfg.blacklist.get("path"):
         return Path(cfg.blacklist.path)
     members = set(split.members)
-    casefold = cfg.blacklist.casefold if cfg.blacklist.casefold is not None else \
-        tokenizer("A", add_special_tokens=False)["input_ids"] == tokenizer("a", add_special_tokens=False)["input_ids"]
+    casefold = cfg.blacklist.casefold if cfg.blacklist.casefold is not None else uncased(tokenizer)
     parameters = run_blacklist_parameters(cfg.blacklist, casefold)
     if "profile" not in cfg.blacklist:  # a run from before profiles: its entry records none
         parameters.pop("profile")
