@@ -132,6 +132,8 @@ def test_cluster_bootstrap_draws_whole_users_per_class():
     weights = bootstrap_weights(groups, labels, 50, np.random.default_rng(0))
     assert (weights[:, 0] == weights[:, 1]).all() and (weights[:, 3] == weights[:, 5]).all()  # a user comes whole
     assert ((weights[:, 0] + weights[:, 2]) == 2).all() and ((weights[:, 3] + weights[:, 6]) == 2).all()
+    renamed = np.array(["z", "z", "k", "b", "b", "b", "a"])  # other pseudonyms (another salt), same rows
+    assert (bootstrap_weights(renamed, labels, 50, np.random.default_rng(0)) == weights).all()
 
 
 def test_auc_intervals_cover_the_true_auc():

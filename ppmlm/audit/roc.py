@@ -83,8 +83,11 @@ def non_members_needed(level: float) -> int:
 def bootstrap_weights(groups, labels, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Resamples x rows counts of a stratified cluster bootstrap: the groups (users) of each class are drawn
     with replacement, as many as the class has, and a drawn group brings all its rows. Class sizes stay
-    fixed, so every resample has members and non-members."""
-    _, group_of_row = np.unique(np.asarray(groups), return_inverse=True)
+    fixed, so every resample has members and non-members. Groups are numbered in the order they first appear
+    in the rows, not by their names: the names are the audit folder's salted pseudonyms, and the draw must not
+    change with the salt."""
+    _, first_row, inverse = np.unique(np.asarray(groups), return_index=True, return_inverse=True)
+    group_of_row = np.argsort(np.argsort(first_row))[inverse]
     group_labels = np.zeros(group_of_row.max() + 1, dtype=bool)
     group_labels[group_of_row] = np.asarray(labels).astype(bool)
     counts = np.zeros((resamples, len(group_labels)))
