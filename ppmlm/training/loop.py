@@ -80,7 +80,7 @@ def train(cfg, callbacks: Sequence[TrainingCallback] = ()) -> Path:
         run.keep_metrics_until(start_epoch, {"event": "resume", "epoch": start_epoch, "changes": changes}
                                if start_epoch else None)
     accelerator.print(
-        f"{variant.name}: {len(getattr(data.split, cfg.data.train_users))} training users ({cfg.data.train_users}), "
+        f"{variant.name}: {len(set(data.features['user_id']))} training users ({cfg.data.train_users}), "
         f"{len(data.features)} chunks "
         f"of at most {cfg.train.max_length} tokens; run directory {run.path}"
     )
