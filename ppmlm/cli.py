@@ -159,10 +159,11 @@ def build_parser() -> argparse.ArgumentParser:
                                            "(default: the run's audit.reference, else none)")
     audit.add_argument("--split", type=Path, help="split.json of the run (default: the run's own, else recomputed)")
     audit.add_argument("--epoch", type=positive_int, help="epoch number to file the results under (default: from epoch-N)")
-    audit.add_argument("--max-users", type=int, help="audited users per side (0: all)")
+    audit.add_argument("--max-users", type=int, help="audited users of each side, at most (0: every non-member and as many "
+                                                     "members)")
     audit.add_argument("--max-chunks", type=int, help="audited chunks per user (0: all)")
     audit.add_argument("--max-tokens", type=int, help="tokens of the chunks audited per user (0: every chunk; default: the "
-                                                      "run's audit.max_tokens_per_user, else 384)")
+                                                      "run's audit.max_tokens_per_user, else 320)")
     audit.add_argument("--lend-population", type=users_or_fraction, metavar="N|FRACTION",
                        help="population users audited as non-members too: a number, or a fraction in [0, 1) (default: "
                             "the run's audit.lend_population, else 0); a population reference leaves them out")

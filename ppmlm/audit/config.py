@@ -5,7 +5,7 @@ from dataclasses import dataclass, fields
 
 from ppmlm.errors import ConfigError
 
-TOKENS_PER_USER = 384  # three 128-token chunks: bench/audit.py, docs/audit.md
+TOKENS_PER_USER = 320  # two 128-token chunks, a third when it is short: bench/audit.py, docs/audit.md
 
 
 def check_lend(lend) -> None:
@@ -30,11 +30,11 @@ class AuditConfig:
     """Sizes bound the cost. The audit scores every audit non-member, plus `lend_population` population
     users lent to that side, and as many members (the ROC compares the two); of each audited user, the
     chunks taken in a seeded random order while their tokens stay within `max_tokens_per_user` (the first
-    one always). `max_users_per_side` (each side audits at most that many users) and `max_chunks_per_user`
-    are optional caps (None: none). Every audited chunk is run through the model under `maskings`
-    whole-word maskings of `mlm_probability` of its words (K in Mireshghallah et al.); consecutive maskings
-    walk through a random order of the words, so every word is masked at least once as soon as
-    K >= 1 / mlm_probability. `mask_each_word` instead masks each word alone, one forward pass per word:
+    one always). `max_users_per_side` (set, each side audits that many users, or all it has) and
+    `max_chunks_per_user` are optional limits (None: none). Every audited chunk is run through the model
+    under `maskings` whole-word maskings of `mlm_probability` of its words (K in Mireshghallah et al.);
+    consecutive maskings walk through a random order of the words, so every word is masked at least once as
+    soon as K >= 1 / mlm_probability. `mask_each_word` instead masks each word alone, one forward pass per word:
     the strongest probe, and Goyal et al.'s normalized energy (A.3.2), at about 1 / mlm_probability times
     the cost.
 
