@@ -4,7 +4,8 @@ import math
 import numpy as np
 import pytest
 from scipy.stats import norm
-from sklearn.metrics import f1_score, roc_auc_score, roc_curve as sklearn_roc_curve
+from sklearn.metrics import f1_score, roc_auc_score
+from sklearn.metrics import roc_curve as sklearn_roc_curve
 
 from ppmlm.audit.attacks import tpr_text
 from ppmlm.audit.identifiers import leak_share

@@ -6,8 +6,8 @@ import datasets
 import pytest
 
 from ppmlm.cli import main
-from ppmlm.errors import BlacklistError
 from ppmlm.corpus.loading import load_corpus
+from ppmlm.errors import BlacklistError
 from ppmlm.identifiers.blacklist import Blacklist, build_blacklist
 from ppmlm.words import WordSegmenter
 

@@ -167,9 +167,9 @@ def test_synth_domain_reaches_the_prepared_training_data(tmp_path, bert_tokenize
     from omegaconf import OmegaConf
 
     from ppmlm.audit.reference import reference_config
+    from ppmlm.corpus.loading import load_run_corpus
     from ppmlm.masking.variants import get_variant
     from ppmlm.pipeline import compose_config
-    from ppmlm.corpus.loading import load_run_corpus
     from ppmlm.training.data import prepare
 
     base = ["data.synth_users=6", "train.max_length=64", "blacklist.ner=none", f"blacklist.cache_dir={tmp_path}"]

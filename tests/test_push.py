@@ -17,13 +17,13 @@ from safetensors.torch import load_file
 
 from ppmlm.audit.attacks import tpr_text, with_interval
 from ppmlm.audit.outputs import SIGNATURE, audit_secret, signature
+from ppmlm.audit.policy import Check, outcome
 from ppmlm.cli import main
 from ppmlm.corpus.split import UserSplit
 from ppmlm.errors import PPMLMError
 from ppmlm.identifiers.blacklist import Blacklist
 from ppmlm.models import weights_digests
-from ppmlm.sharing import PolicyError, SharingPolicy, UnverifiedAuditError, build_model_card, load_run_checkpoint, push_run
-from ppmlm.audit.policy import Check, outcome
+from ppmlm.sharing import PolicyError, SharingPolicy, UnverifiedAuditError, build_model_card, push_run
 
 TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
 LENIENT = SharingPolicy(min_privacy_score=0.0, max_tpr_at_1pct_fpr=dict.fromkeys(SharingPolicy().max_tpr_at_1pct_fpr, 1.0))

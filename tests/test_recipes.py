@@ -8,8 +8,8 @@ import pytest
 
 from ppmlm.cli import main
 from ppmlm.errors import PPMLMError
-from ppmlm.resources import recipes_folder
 from ppmlm.pipeline import compose_config
+from ppmlm.resources import recipes_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = sorted(path.stem for path in (ROOT / "recipes" / "recipe").glob("*.yaml"))

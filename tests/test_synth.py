@@ -19,8 +19,18 @@ from faker.providers.person.en_US import Provider as UsNames
 
 from ppmlm.corpus.domains import SYNTHETIC_DOMAINS, generate_synthetic
 from ppmlm.corpus.split import split_users
-from ppmlm.corpus.synth import (CLASSES, INVENTED_NAME_SHARE, MAX_NOTES, MIN_NOTES, WORD_NAME_SHARE, _WORD_NAMES, _draw_staff,
-                                _gazetteer_words, generate_corpus, write_jsonl)
+from ppmlm.corpus.synth import (
+    _WORD_NAMES,
+    CLASSES,
+    INVENTED_NAME_SHARE,
+    MAX_NOTES,
+    MIN_NOTES,
+    WORD_NAME_SHARE,
+    _draw_staff,
+    _gazetteer_words,
+    generate_corpus,
+    write_jsonl,
+)
 from ppmlm.identifiers.labels import PHI_LABELS
 from ppmlm.words import WordSegmenter
 

@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
 from safetensors.torch import load_file
 
 from ppmlm.identifiers.blacklist import Blacklist
@@ -132,8 +131,7 @@ def test_parameters_missing_from_the_checkpoint_learn_at_head_lr(tmp_path, bert_
     from transformers import AutoConfig, BertModel
 
     from ppmlm.training.loop import load_model
-    from ppmlm.training.objective import parameter_groups
-    from ppmlm.training.objective import MaskedLMLoss
+    from ppmlm.training.objective import MaskedLMLoss, parameter_groups
 
     config = AutoConfig.for_model("bert", hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                                   intermediate_size=64, vocab_size=len(bert_tokenizer))

@@ -21,7 +21,6 @@ from ppmlm.errors import PPMLMError
 from ppmlm.identifiers.blacklist import BOTH, DIRECT, INDIRECT, Blacklist, _gold_spans, words_in_spans
 from ppmlm.identifiers.graph import GraphBuilder
 
-
 AUTO, AUTO_COLUMN = "auto", "phi"
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ppmlm.audit.attacks import SAMPLE_ATTACKS, USER_ATTACKS as ATTACKS
+from ppmlm.audit.attacks import SAMPLE_ATTACKS
+from ppmlm.audit.attacks import USER_ATTACKS as ATTACKS
 from ppmlm.errors import PPMLMError
 
 FPR = "0.01"  # the false-positive rate whose true-positive rate is bounded

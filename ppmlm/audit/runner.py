@@ -18,8 +18,15 @@ import torch
 
 from ppmlm.audit.attacks import all_attack_figures, user_rows_from_samples
 from ppmlm.audit.config import AuditConfig
-from ppmlm.audit.identifiers import (AuditorGraph, Identifiers, WordReader, identifier_count, independent_identifiers,
-                                     independent_privacy, privacy_score)
+from ppmlm.audit.identifiers import (
+    AuditorGraph,
+    Identifiers,
+    WordReader,
+    identifier_count,
+    independent_identifiers,
+    independent_privacy,
+    privacy_score,
+)
 from ppmlm.audit.metrics import load_metric
 from ppmlm.audit.outputs import Pseudonyms, reference_cache, write_atomically, write_epoch
 from ppmlm.audit.policy import SharingPolicy

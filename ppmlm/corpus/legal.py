@@ -21,8 +21,21 @@ from typing import Sequence
 from faker import Faker
 
 from ppmlm.corpus.synth import (
-    _COLLECTIBLES, _EMAIL_DOMAINS, _PET_KINDS, _PET_NAMES, _US_STATES, Piece, _digits, _join, _NoteText,
-    _occupation, _phone, _sentence, _slug, _span, _words,
+    _COLLECTIBLES,
+    _EMAIL_DOMAINS,
+    _PET_KINDS,
+    _PET_NAMES,
+    _US_STATES,
+    Piece,
+    _digits,
+    _join,
+    _NoteText,
+    _occupation,
+    _phone,
+    _sentence,
+    _slug,
+    _span,
+    _words,
 )
 from ppmlm.identifiers.labels import AGE, DATE, EMAIL, HOSPITAL, ID, LOCATION, NAME, PHONE, URL
 
@@ -737,7 +750,7 @@ def _area_facts(area: str, rng: random.Random, fake: Faker, party: _Person, comp
         facts = [["The defendant is also known as \"", _span(rng.choice(_PET_NAMES), NAME), "\"."],
                  [f"Officers recovered {_a(rng.choice(_OBJECT_FEATURES))} {rng.choice(_OBJECTS)} and booked the "
                   f"defendant under booking number ", _span(_digits(rng, 8), ID), "."],
-                 [f"The complainant identified the defendant in a photo array shown by ",
+                 ["The complainant identified the defendant in a photo array shown by ",
                   _span(f"{fake.city()} Police Department", HOSPITAL), " detectives."]]
     elif area == FAMILY:
         children = rng.sample(_CHILD_NAMES, rng.randint(1, 3))

@@ -12,7 +12,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ppmlm.errors import PPMLMError
-from ppmlm.words import WordSegmenter, Words
+from ppmlm.words import Words, WordSegmenter
 
 FEATURE_COLUMNS = ("input_ids", "attention_mask", "word_ids", "protected")
 

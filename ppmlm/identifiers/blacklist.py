@@ -36,7 +36,7 @@ from ppmlm.identifiers.graph import GraphBuilder, UserTermGraph
 from ppmlm.identifiers.labels import NAME
 from ppmlm.identifiers.ner import Span, load_ner
 from ppmlm.identifiers.profiles import DEFAULT_PROFILE
-from ppmlm.words import WordSegmenter, Words
+from ppmlm.words import Words, WordSegmenter
 
 DIRECT, INDIRECT, BOTH = "direct", "indirect", "both"
 K_RANGE = range(1, 11)  # k values whose per-user counts go into stats.json (paper Figure 8)

@@ -38,7 +38,6 @@ import warnings
 import torch.distributed
 import torch.distributed.nn  # noqa: F401  (imported for its side effect, see above)
 
-
 _nested = 0
 
 

@@ -25,8 +25,8 @@ from tqdm.auto import tqdm
 from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, get_linear_schedule_with_warmup
 
 from ppmlm.errors import PPMLMError
-from ppmlm.files import write_atomically
 from ppmlm.features import FEATURE_COLUMNS
+from ppmlm.files import write_atomically
 from ppmlm.identifiers.blacklist import corpus_fingerprint
 from ppmlm.masking.collator import PrivacyMaskingCollator
 from ppmlm.masking.variants import get_variant
