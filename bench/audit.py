@@ -95,7 +95,8 @@ def main() -> None:
     sides = [[audited[f"{side}_{what}"] for what in ("users", "users_available", "samples", "chunks_available", "tokens")]
              for side in ("member", "non_member")]
     print("audited: " + ", ".join(f"{users} of {available} {name} ({samples} of their {chunks} chunks, {tokens} tokens)"
-                                  for name, (users, available, samples, chunks, tokens) in zip(("members", "non-members"), sides)))
+                                  for name, (users, available, samples, chunks, tokens)
+                                  in zip(("members", "non-members"), sides)))
     print(f"one training epoch: {training:.1f}s; first audit (with the reference pass): {first:.1f}s "
           f"({first / training:.3f} of an epoch); later audits (reference energies cached): {later:.1f}s "
           f"({later / training:.3f})")

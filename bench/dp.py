@@ -169,9 +169,12 @@ def main() -> None:
         "DP hooks": lambda: dp_step(accelerator, copy.deepcopy(model), total, args, features, collator, "hooks", False),
     }
     if not args.no_frozen:
-        sides["non-private, frozen embeddings"] = lambda: plain_step(accelerator, freeze_embeddings(copy.deepcopy(model)), total, args)
-        sides["DP hooks, frozen embeddings"] = lambda: dp_step(accelerator, copy.deepcopy(model), total, args, features, collator, "hooks", True)
-        sides["DP ghost, frozen embeddings"] = lambda: dp_step(accelerator, copy.deepcopy(model), total, args, features, collator, "ghost", True)
+        sides["non-private, frozen embeddings"] = lambda: plain_step(accelerator, freeze_embeddings(copy.deepcopy(model)),
+                                                                     total, args)
+        sides["DP hooks, frozen embeddings"] = lambda: dp_step(accelerator, copy.deepcopy(model), total, args, features, collator,
+                                                               "hooks", True)
+        sides["DP ghost, frozen embeddings"] = lambda: dp_step(accelerator, copy.deepcopy(model), total, args, features, collator,
+                                                               "ghost", True)
     if args.memory_of:
         print(f"peak_mib: {peak_memory(sides[args.memory_of](), warmup + probe, cuda)}")
         return

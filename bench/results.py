@@ -284,7 +284,8 @@ def paper_checks(records: list[dict]) -> list[str]:
               f"mlma {utility['mlma']:.3f} vs mlm {utility['mlm']:.3f}")
     if have("mlm", "dp"):
         check("DP-SGD keeps privacy high (about 0.98) ...", privacy["dp"] >= 0.98, f"dp {privacy['dp']:.4f}")
-        check("... but costs much utility", utility["dp"] < 0.8 * utility["mlm"], f"dp {utility['dp']:.3f} vs mlm {utility['mlm']:.3f}")
+        check("... but costs much utility", utility["dp"] < 0.8 * utility["mlm"],
+              f"dp {utility['dp']:.3f} vs mlm {utility['mlm']:.3f}")
     if have("dppmlm", "ppmlm"):
         dppmlm, ppmlm = last["dppmlm"]["privacy"]["indirect"]["score"], last["ppmlm"]["privacy"]["indirect"]["score"]
         check("DPPMLM (direct identifiers only) leaks indirect ones (appendix A)", dppmlm < ppmlm,

@@ -131,7 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
     blacklist = commands.add_parser("blacklist", help="find direct and indirect identifiers in a corpus")
     blacklist.add_argument("--data", help="JSONL, CSV, Parquet file or saved datasets directory")
     blacklist.add_argument("--out", type=Path, required=True, help="directory for the blacklist artifact")
-    blacklist.add_argument("--k", type=positive_int, default=2, help="a term used by fewer than k users is an indirect identifier")
+    blacklist.add_argument("--k", type=positive_int, default=2,
+                           help="a term used by fewer than k users is an indirect identifier")
     blacklist.add_argument("--ngram", type=positive_int, default=1, help="largest n-gram considered as an indirect identifier")
     blacklist.add_argument("--ner", default="default", help="default | none | spacy:NAME_OR_PATH")
     blacklist.add_argument("--profile", choices=PROFILES, default=DEFAULT_PROFILE,

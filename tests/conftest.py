@@ -104,9 +104,11 @@ class Launch:
         return self.returncode is None
 
     def report(self, tail: int = 6000) -> str:
-        status = f"no exit within {self.seconds:.0f} s" if self.timed_out else f"exit {self.returncode} after {self.seconds:.0f} s"
+        status = (f"no exit within {self.seconds:.0f} s" if self.timed_out
+                  else f"exit {self.returncode} after {self.seconds:.0f} s")
         ranks = "".join(f"\n--- {name} ---\n{text}" for name, text in self.stacks.items())
-        return f"{' '.join(map(str, self.command))}: {status}{ranks}\n--- output (last {tail} characters) ---\n{self.output[-tail:]}"
+        return (f"{' '.join(map(str, self.command))}: {status}{ranks}\n"
+                f"--- output (last {tail} characters) ---\n{self.output[-tail:]}")
 
 
 class RankLauncher:

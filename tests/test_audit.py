@@ -118,7 +118,10 @@ def test_privacy_score_and_identifier_count_by_hand():
 def test_words_are_compared_as_the_model_sees_them(bert_tokenizer):
     reader = WordReader(bert_tokenizer, WordSegmenter(casefold=False))
     assert reader.key("Smith") == "smith" and reader.key("Café") == "cafe" and reader.key("--") is None
-    ids = lambda word: tuple(bert_tokenizer(word, add_special_tokens=False)["input_ids"])
+
+    def ids(word):
+        return tuple(bert_tokenizer(word, add_special_tokens=False)["input_ids"])
+
     assert len(ids("lisinopril")) > 1
     assert reader.predicted(WordPrediction(0, ids("lisinopril"), ids("aspirinxx")), "aspirinxx") == "lisinopril"
     assert reader.predicted(WordPrediction(0, ids("Smith"), ids("Smith")), "Smith") == "smith"
@@ -209,7 +212,7 @@ def test_memorizing_model_leaks_identifiers_and_protected_model_does_not(memoriz
     assert len(leaky["privacy"]["regurgitation"]["predictions"]) >= leaky["privacy"]["leaked"]
     assert leaky["attacks"]["identifier_count"]["user"]["auc"] >= 0.75
     assert safe["attacks"]["identifier_count"]["user"]["auc"] == 0.5  # nobody's identifiers come out
-    users = [json.loads(l) for l in (tmp_path / "mlm" / "scores-epoch-1-users.jsonl").read_text().splitlines()]
+    users = [json.loads(line) for line in (tmp_path / "mlm" / "scores-epoch-1-users.jsonl").read_text().splitlines()]
     assert {u["identifiers"] for u in users} == {2}  # each user's two distinctive words, members and non-members
     assert all(u["identifiers_predicted"] == 0 for u in users if not u["member"])
     for figures in (leaky, safe):
@@ -298,8 +301,9 @@ def audited_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("audited_run")
     corpus = tmp / "corpus.jsonl"
     write_jsonl(generate_corpus(10, seed=42), corpus)
-    overrides = [TINY, f"data.path={corpus}", "train.max_length=64", "train.epochs=1", "blacklist.ner=none", "blacklist.spans_from=phi",
-                 f"blacklist.cache_dir={tmp / 'cache'}", f"output_dir={tmp / 'run'}", "recipe=mlm", "++audit.enabled=false"]
+    overrides = [TINY, f"data.path={corpus}", "train.max_length=64", "train.epochs=1", "blacklist.ner=none",
+                 "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp / 'cache'}", f"output_dir={tmp / 'run'}", "recipe=mlm",
+                 "++audit.enabled=false"]
     run = train(compose_config(overrides))
     [blacklist] = [p for p in (tmp / "cache").iterdir() if p.is_dir() and not p.name.startswith(".")]
     checkpoint, reference, out = run / "checkpoints" / "epoch-1", tmp / "reference", tmp / "audit"

@@ -121,7 +121,8 @@ def test_unresolved_levels_are_null_with_the_reason():
     figures = roc_figures(rng.normal(labels, 1.0), labels, np.arange(90), LEVELS, 100, 0.95, seed=1)
     assert figures["tpr_at_fpr"]["0.001"] is None and figures["tpr_at_fpr"]["0.01"] is None
     assert figures["tpr_at_fpr_ci"]["0.01"] is None and figures["tpr_at_fpr"]["0.1"] is not None
-    assert figures["unresolved"]["0.01"]["needs_non_members"] == 100 and "50 non-members" in figures["unresolved"]["0.01"]["reason"]
+    assert (figures["unresolved"]["0.01"]["needs_non_members"] == 100
+            and "50 non-members" in figures["unresolved"]["0.01"]["reason"])
     assert set(figures["unresolved"]) == {"0.001", "0.01"}
     assert tpr_text(figures, "0.001") == "not resolved (needs ≥ 1000 non-members)"
     assert non_members_needed(0.1) == 10 and non_members_needed(0.01) == 100

@@ -20,7 +20,7 @@ NOTES = [
 
 
 def corpus(notes=NOTES):
-    records = [{"user_id": u, "doc_id": d, "text": t, "phi": [{"start": s, "end": e, "label": l} for s, e, l in p]}
+    records = [{"user_id": u, "doc_id": d, "text": t, "phi": [{"start": s, "end": e, "label": label} for s, e, label in p]}
                for u, d, t, p in notes]
     return load_corpus(datasets.Dataset.from_list(records))
 
@@ -59,7 +59,8 @@ def test_ngrams_and_k():
 def test_artifact_round_trip_and_new_k_without_text(tmp_path):
     built = build_blacklist(corpus(), k=2, ner="none", spans_from="phi", progress=False)
     built.save(tmp_path / "bl")
-    assert {p.name for p in (tmp_path / "bl").iterdir()} == {"terms.jsonl", "spans.jsonl", "stats.json", "graph", ".ppmlm-blacklist"}
+    assert {p.name for p in (tmp_path / "bl").iterdir()} == {"terms.jsonl", "spans.jsonl", "stats.json", "graph",
+                                                            ".ppmlm-blacklist"}
     loaded = Blacklist.load(tmp_path / "bl")
     assert loaded.terms == built.terms and loaded.spans == built.spans
     rethresholded = loaded.with_k(3)
@@ -130,8 +131,10 @@ def test_bad_input_errors_once_and_keeps_previous_artifact(tmp_path, capsys):
     assert len(errors) == 1 and "record 4" in errors[0] and "'user_id'" in errors[0]
     assert (tmp_path / "bl" / "terms.jsonl").read_text() == before
     spans_bad = tmp_path / "spans_bad.jsonl"
-    spans_bad.write_text(json.dumps({"text": "short", "user_id": "u", "doc_id": "q", "phi": [{"start": 0, "end": 99, "label": "NAME"}]}) + "\n")
-    assert main(["blacklist", "--data", str(spans_bad), "--out", str(tmp_path / "bl"), "--ner", "none", "--spans-from", "phi"]) == 2
+    spans_bad.write_text(json.dumps({"text": "short", "user_id": "u", "doc_id": "q",
+                                     "phi": [{"start": 0, "end": 99, "label": "NAME"}]}) + "\n")
+    assert main(["blacklist", "--data", str(spans_bad), "--out", str(tmp_path / "bl"), "--ner", "none",
+                 "--spans-from", "phi"]) == 2
     assert "doc_id='q'" in capsys.readouterr().err
 
 

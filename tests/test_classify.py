@@ -57,17 +57,17 @@ def test_classifier_from_a_checkpoint_trains_only_its_top_and_follows_the_schedu
     for figures in results["epochs"]:
         assert 0 <= figures["macro_f1"] <= 1 and 0 <= figures["accuracy"] <= 1
     lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert [l["epoch"] for l in lines if l.get("event") == "eval"] == [1, 2]
+    assert [record["epoch"] for record in lines if record.get("event") == "eval"] == [1, 2]
     assert "task: classify" in (run_dir / "config.yaml").read_text()
 
     # Warm-up from 0 to 2e-5 over the first 10% of the steps, then linear decay to 0 (lr after each step).
-    lrs = [l["lr"] for l in lines if "lr" in l]
+    lrs = [record["lr"] for record in lines if "lr" in record]
     total, warmup = results["protocol"]["steps"], results["protocol"]["warmup_steps"]
     assert len(lrs) == total and warmup == math.ceil(0.1 * total) >= 2
     expected = [2e-5 * (s / warmup if s < warmup else (total - s) / (total - warmup)) for s in range(1, total + 1)]
     assert lrs == pytest.approx(expected, abs=1e-12)
     assert max(lrs) == pytest.approx(2e-5) and lrs.index(max(lrs)) + 1 == warmup and lrs[-1] == 0
-    assert [l["head_lr"] for l in lines if "lr" in l] == pytest.approx([50 * lr for lr in lrs], abs=1e-12)
+    assert [record["head_lr"] for record in lines if "lr" in record] == pytest.approx([50 * lr for lr in lrs], abs=1e-12)
 
     # Only the last encoder layer and the head changed; everything below is bit-identical to the checkpoint.
     before = load_file(str(tiny_checkpoint / "model.safetensors"))

@@ -235,8 +235,8 @@ def run_overrides(tmp_path, *extra):
 
 
 def epoch_ends(run_dir):
-    lines = [json.loads(l) for l in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
-    return [l for l in lines if l.get("event") == "epoch_end"]
+    lines = [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
+    return [record for record in lines if record.get("event") == "epoch_end"]
 
 
 @pytest.mark.parametrize("recipe", [["recipe=dp"], ["recipe=ppmlm", "train.dp.enabled=true"]])

@@ -76,7 +76,10 @@ def test_chunks_end_on_word_boundaries(tokenizer):
     chunks = build_features([{"doc_id": "d", "user_id": "u", "text": text}], None, tokenizer, max_length=32)
     assert len(full) == 1 and len(chunks) > 3
     assert all(len(r["input_ids"]) <= 32 for r in chunks)
-    body = lambda r: [t for t, w in zip(r["input_ids"], r["word_ids"]) if t not in tokenizer.all_special_ids]
+
+    def body(r):
+        return [t for t, w in zip(r["input_ids"], r["word_ids"]) if t not in tokenizer.all_special_ids]
+
     assert sum((body(r) for r in chunks), []) == body(full[0]), "chunks tile the document"
     seen = set()
     for r in chunks:
@@ -95,7 +98,8 @@ def test_a_word_longer_than_a_chunk_is_cut(bert_tokenizer):
 def test_dataset_corpus_and_columns(bert_tokenizer):
     import datasets
 
-    corpus = datasets.Dataset.from_list([{"text": TEXT, "user_id": "u1", "doc_id": "a"}, {"text": "ok", "user_id": "u2", "doc_id": "b"}])
+    corpus = datasets.Dataset.from_list([{"text": TEXT, "user_id": "u1", "doc_id": "a"},
+                                         {"text": "ok", "user_id": "u2", "doc_id": "b"}])
     features = build_features(corpus, None, bert_tokenizer)
     assert features["doc_id"] == ["a", "b"] and features["user_id"] == ["u1", "u2"]
     assert {"input_ids", "attention_mask", "word_ids", "protected", "word_offset"} <= set(features.column_names)

@@ -164,7 +164,10 @@ def test_a_rule_runs_only_on_texts_holding_what_it_requires(tmp_path):
                      '{"label": "PHONE", "id": "ext", "starts": "letter", "pattern": "ext\\\\.\\\\s*(?P<v>\\\\d+)"}\n')
     ruler = RegexRuler(str(rules))
     nlp = spacy.blank("en")
-    found = lambda text: [(e.text, e.label_) for e in ruler(nlp(text)).ents]
+
+    def found(text):
+        return [(e.text, e.label_) for e in ruler(nlp(text)).ents]
+
     assert found("Ticket #4412 opened, ext. 12") == [("4412", "ID"), ("12", "PHONE")]
     assert found("Order #4412 opened, ext. 12") == [("12", "PHONE")]
     rules.write_text('{"label": "ID", "id": "broken", "requires": "(unclosed", "pattern": "x"}\n')

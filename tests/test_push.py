@@ -50,8 +50,8 @@ def audited_run(tmp_path_factory):
     try:
         run = train(compose_config([
             TINY, "data.synth_users=10", "train.max_length=64", "train.epochs=1", "blacklist.ner=none",
-            "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp / 'cache'}", f"audit.reference={tmp / 'reference'}", "audit.max_users_per_side=3",
-            "audit.maskings=4", "++audit.progress=false", f"output_dir={tmp / 'run'}"]))
+            "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp / 'cache'}", f"audit.reference={tmp / 'reference'}",
+            "audit.max_users_per_side=3", "audit.maskings=4", "++audit.progress=false", f"output_dir={tmp / 'run'}"]))
     finally:
         torch.set_num_threads(threads)
     [blacklist] = [p for p in (tmp / "cache").iterdir() if p.is_dir() and not p.name.startswith(".")]
@@ -102,7 +102,8 @@ def test_policy_checks_intervals_against_thresholds_and_refuses_missing_figures(
         "privacy score (direct)": "FAIL", "loss TPR at 1% FPR (user)": "FAIL",
         "likelihood_ratio TPR at 1% FPR (sample)": "not measured", "likelihood_ratio TPR at 1% FPR (user)": "not measured",
         "identifier_count TPR at 1% FPR (user)": "not resolved", "identifier_share TPR at 1% FPR (user)": "inconclusive"}
-    assert checks["loss TPR at 1% FPR (user)"].describe() == "loss TPR at 1% FPR (user) 0.2 > 0.1 (interval 0.2000 [0.1500, 0.3000])"
+    assert checks["loss TPR at 1% FPR (user)"].describe() == ("loss TPR at 1% FPR (user) 0.2 > 0.1 "
+                                                              "(interval 0.2000 [0.1500, 0.3000])")
     assert checks["privacy score (direct)"].describe().startswith("privacy score (direct) 0.98 < 0.99")
     assert checks["identifier_count TPR at 1% FPR (user)"].measured == "not resolved (needs ≥ 100 non-members)"
     assert checks["privacy score (independent identifiers)"].status == "not checked"  # by default

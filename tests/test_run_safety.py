@@ -97,7 +97,8 @@ def test_an_output_dir_that_cannot_be_written_is_one_error(tmp_path):
     # root writes into read-only folders, but not into sysfs
     where = Path("/sys/ppmlm-run") if os.geteuid() == 0 else parent / "run"
     try:
-        with pytest.raises(ConfigError, match=r"output_dir=.*: cannot write there \((Permission denied|Operation not permitted)\)"):
+        with pytest.raises(ConfigError,
+                           match=r"output_dir=.*: cannot write there \((Permission denied|Operation not permitted)\)"):
             train(config(tmp_path, f"output_dir={where}"))
     finally:
         parent.chmod(0o755)

@@ -1,4 +1,5 @@
-"""The synthetic corpora (determinism for every domain; the clinical one in detail): deterministic, exact gold spans, and the user/term structure experiments rely on."""
+"""The synthetic corpora (determinism for every domain; the clinical one in detail): deterministic, exact gold spans,
+and the user/term structure experiments rely on."""
 from __future__ import annotations
 
 import collections

@@ -43,9 +43,9 @@ def test_every_recipe_trains_and_checkpoints(tmp_path, recipe):
     run_dir = train(compose_config(overrides(tmp_path, f"recipe={recipe}", f"output_dir={tmp_path / recipe}")))
     checkpoint = run_dir / "checkpoints" / "epoch-1"
     assert (checkpoint / "model.safetensors").exists() and (checkpoint / "tokenizer.json").exists()
-    lines = [json.loads(l) for l in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    steps = [l for l in lines if "loss" in l]
-    assert steps and all({"loss", "lr", "masked_tokens", "tokens_per_s"} <= set(l) for l in steps)
+    lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    steps = [record for record in lines if "loss" in record]
+    assert steps and all({"loss", "lr", "masked_tokens", "tokens_per_s"} <= set(step) for step in steps)
     assert json.loads((run_dir / "split.json").read_text())["members"]
     assert f"variant: {recipe}" in (run_dir / "config.yaml").read_text()
 
@@ -118,7 +118,10 @@ def test_two_processes_split_data_and_keep_identical_weights(tmp_path, two_ranks
     assert two_ranks.gloo_threads_left() == ["", ""]  # DDP's process group really ended, before the exit
     assert "still referenced" not in output  # and in end_processes, not whenever DDP was freed
     assert (tmp_path / "two" / "audit" / "epoch-1.json").exists()
-    ends = lambda d: [json.loads(l) for l in (d / "metrics.jsonl").read_text().splitlines() if '"epoch_end"' in l]
+
+    def ends(d):
+        return [json.loads(line) for line in (d / "metrics.jsonl").read_text().splitlines() if '"epoch_end"' in line]
+
     one, two = ends(tmp_path / "one")[-1], ends(tmp_path / "two")[-1]
     assert two["processes"] == 2 and one["processes"] == 1
     assert two["steps"] * 2 >= one["steps"] >= two["steps"] * 2 - 1  # each rank sees half the batches

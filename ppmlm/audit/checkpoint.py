@@ -43,7 +43,8 @@ def audit_checkpoint(checkpoint, corpus, split, blacklist, out_dir, epoch: int, 
     if reference_model is not None and reference_model.config.vocab_size != model.config.vocab_size:
         raise PPMLMError(f"reference {reference} has a vocabulary of {reference_model.config.vocab_size} tokens, "
                          f"the audited model {model.config.vocab_size}: they must share the tokenizer")
-    return run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch, config, reference_model, epsilon, weights, policy)
+    return run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch, config, reference_model, epsilon, weights,
+                     policy)
 
 
 def audit_training_epoch(cfg, run_data, checkpoint, epoch: int) -> dict:

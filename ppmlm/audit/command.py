@@ -42,7 +42,8 @@ def training_blacklist(cfg, corpus, split, tokenizer) -> Path:
               **parameters}
     found = cached_blacklists(cfg.blacklist.cache_dir, wanted)
     if len(found) != 1:
-        raise PPMLMError(f"cannot tell which blacklist under {cfg.blacklist.cache_dir} this run trained with; give --blacklist DIR")
+        raise PPMLMError(f"cannot tell which blacklist under {cfg.blacklist.cache_dir} this run trained with; "
+                         "give --blacklist DIR")
     return found[0]
 
 

@@ -83,7 +83,8 @@ def _verdict_section(figures: dict, policy: SharingPolicy) -> str:
     checks = policy.check(figures)
     rows = "".join(f"<tr><td class=name>{_text(c.figure)}</td><td>{_text(c.measured)}</td><td>{_text(c.requirement)}</td>"
                    f"<td class=name>{_text(c.status)}</td></tr>" for c in checks)
-    unresolved = sorted({(level, cell["needs_non_members"]) for attack in figures["attacks"].values() for result in attack.values()
+    unresolved = sorted({(level, cell["needs_non_members"]) for attack in figures["attacks"].values()
+                         for result in attack.values()
                          if result for level, cell in (result.get("unresolved") or {}).items()}, key=lambda item: item[1])
     audited = figures["audited"]
     resolution = ("Every FPR level is resolved." if not unresolved else
@@ -137,7 +138,7 @@ def _summary_table(figures: dict) -> str:
                 cells = f"<td colspan={len(levels) + 3}>not run</td>"
             else:
                 cells = (f"<td>{with_interval(result['auc'], result.get('auc_ci'))}</td>"
-                         + "".join(f"<td>{_text(tpr_text(result, str(float(l))))}</td>" for l in levels)
+                         + "".join(f"<td>{_text(tpr_text(result, str(float(fpr))))}</td>" for fpr in levels)
                          + f"<td>{with_interval(result['advantage'], result.get('advantage_ci'))}</td>"
                          f"<td>{result['members']} / {result['non_members']}</td>")
             attack_rows.append(f"<tr><td class=name>{_text(ATTACK_NAMES[attack])}</td><td class=name>{level}</td>{cells}</tr>")
@@ -152,7 +153,8 @@ def _summary_table(figures: dict) -> str:
 
 
 def _sizes_table(figures: dict) -> str:
-    rows = "".join(f"<tr><td class=name>{_text(k.replace('_', ' '))}</td><td>{_text(v)}</td></tr>" for k, v in figures["audited"].items())
+    rows = "".join(f"<tr><td class=name>{_text(k.replace('_', ' '))}</td><td>{_text(v)}</td></tr>"
+                   for k, v in figures["audited"].items())
     return f"<table id=sizes><tbody>{rows}</tbody></table>"
 
 
@@ -169,7 +171,8 @@ def _roc_figure(sample_rows: list[dict], user_rows: list[dict]):
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.8))
-    for ax, level, rows, attacks in ((axes[0], "sample", sample_rows, SAMPLE_ATTACKS), (axes[1], "user", user_rows, USER_ATTACKS)):
+    for ax, level, rows, attacks in ((axes[0], "sample", sample_rows, SAMPLE_ATTACKS),
+                                     (axes[1], "user", user_rows, USER_ATTACKS)):
         floor = 1.0
         for attack in attacks:
             scored = [r for r in rows if r.get(f"{attack}_score") is not None]
@@ -201,7 +204,8 @@ def _epochs_figure(epochs: list[dict]):
     utility.plot(x, [np.nan if a is None else a for a in accuracy], "s-", color="tab:orange")
     utility.set(ylim=(0, 1.02), title="utility (non-member masked word accuracy)")
     for attack in USER_ATTACKS:
-        attacks.plot(x, [(e["attacks"][attack]["user"] or {}).get("auc", np.nan) for e in epochs], "o-", label=ATTACK_NAMES[attack])
+        attacks.plot(x, [(e["attacks"][attack]["user"] or {}).get("auc", np.nan) for e in epochs], "o-",
+                     label=ATTACK_NAMES[attack])
     attacks.axhline(0.5, color="k", linestyle="--", linewidth=0.8)
     attacks.set(ylim=(0, 1.02), title="user-level attack AUC")
     attacks.legend(fontsize=8, loc="lower left")

@@ -116,4 +116,5 @@ def _collect_words(results, batch, row_of, word_of, guesses, originals) -> None:
     for (i, word), tokens in groupby(range(len(row_of)), key=lambda t: (row_of[t], word_of[t])):
         tokens = list(tokens)
         s, m = batch[i]
-        results[s].predictions[m].append(WordPrediction(int(word), tuple(guesses[tokens].tolist()), tuple(originals[tokens].tolist())))
+        results[s].predictions[m].append(WordPrediction(int(word), tuple(guesses[tokens].tolist()),
+                                                        tuple(originals[tokens].tolist())))

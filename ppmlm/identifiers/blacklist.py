@@ -482,7 +482,8 @@ def _combine(graph: UserTermGraph, k: int, direct: dict[str, TermEntry]) -> dict
         terms[term] = TermEntry(term, int(graph.term_n[j]), INDIRECT, int(graph.degree[j]), int(graph.occurrences[j]))
     for term, entry in direct.items():
         j = index.get(term)
-        users, occurrences = (int(graph.degree[j]), int(graph.occurrences[j])) if j is not None else (entry.users, entry.occurrences)
+        users, occurrences = ((int(graph.degree[j]), int(graph.occurrences[j])) if j is not None
+                              else (entry.users, entry.occurrences))
         kind = BOTH if term in terms else DIRECT
         terms[term] = TermEntry(term, entry.n, kind, users, occurrences, sorted(entry.labels), entry.tagged)
     return terms
@@ -502,7 +503,8 @@ def _term_counts(graph: UserTermGraph, k: int, terms: dict[str, TermEntry]) -> d
         "indirect_terms": kinds[INDIRECT] + kinds[BOTH],
         "both_terms": kinds[BOTH],
         "indirect_share_of_distinct_words": float(indirect_words.sum() / max(unigram.sum(), 1)),
-        "indirect_share_of_word_occurrences": float(graph.occurrences[indirect_words].sum() / max(graph.occurrences[unigram].sum(), 1)),
+        "indirect_share_of_word_occurrences": float(graph.occurrences[indirect_words].sum()
+                                                    / max(graph.occurrences[unigram].sum(), 1)),
     }
 
 
@@ -594,6 +596,7 @@ def _stats(blacklist: Blacklist, graph: UserTermGraph, k: int, corpus, segmenter
         "word_user_degree": {  # Figure 3: how many users share each word, counted over distinct words and occurrences
             "degree": degrees.tolist(),
             "distinct_words": np.bincount(first, minlength=len(degrees)).tolist(),
-            "occurrences": np.bincount(first, weights=graph.occurrences[unigram], minlength=len(degrees)).astype(np.int64).tolist(),
+            "occurrences": np.bincount(first, weights=graph.occurrences[unigram],
+                                       minlength=len(degrees)).astype(np.int64).tolist(),
         },
     }

@@ -46,7 +46,8 @@ class RunCheckpoint:
         listed = sorted(p for p in self.path.iterdir() if any(fnmatch.fnmatchcase(p.name, pattern) for pattern in EXPORTED))
         links = [p.name for p in listed if p.is_symlink()]
         if links:
-            raise PPMLMError(f"{self.path}: {', '.join(links)} {'is a symbolic link' if len(links) == 1 else 'are symbolic links'}; "
+            raise PPMLMError(f"{self.path}: {', '.join(links)} "
+                             f"{'is a symbolic link' if len(links) == 1 else 'are symbolic links'}; "
                              "push exports regular files only (a link can point at any file, such as the blacklist): "
                              "put the file itself in the checkpoint")
         files = [p for p in listed if p.is_file()]

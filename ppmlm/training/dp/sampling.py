@@ -41,7 +41,8 @@ class PoissonChunkSampler(Sampler):
         return self.steps
 
     def __iter__(self):
-        order = torch.randperm(self.num_chunks, generator=torch.Generator().manual_seed(stream_seed(self.seed, self.epoch, "shares")))
+        order = torch.randperm(self.num_chunks,
+                               generator=torch.Generator().manual_seed(stream_seed(self.seed, self.epoch, "shares")))
         share = order[self.rank :: self.world_size]
         for _ in range(self.steps):
             picked = torch.rand(len(share), generator=self.generator) < self.sample_rate

@@ -69,7 +69,8 @@ class PrivateTrainer:
         unshare_head_bias(model)
         ModuleValidator.validate(model.train(), strict=True)
         # the embeddings' inputs are token ids: their backward hook firing on outputs only is expected
-        warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are computed with respect to module outputs")
+        warnings.filterwarnings("ignore",
+                                message="Full backward hook is firing when gradients are computed with respect to module outputs")
         self.objective = PerSampleMaskedLMLoss(model).to(accelerator.device)
         wrapped = DPDDP(self.objective) if world > 1 else self.objective  # DPDDP: rank 0's weights everywhere
         if dp.grad_sample_mode == "ghost":
