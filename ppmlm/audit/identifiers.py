@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from scipy.stats import binomtest
 
 from ppmlm.errors import PPMLMError
-from ppmlm.identifiers.blacklist import BOTH, DIRECT, INDIRECT, Blacklist, _gold_spans, words_in_spans
+from ppmlm.identifiers.blacklist import BOTH, DIRECT, INDIRECT, Blacklist, gold_spans, words_in_spans
 from ppmlm.identifiers.graph import GraphBuilder
 
 AUTO, AUTO_COLUMN = "auto", "phi"
@@ -71,7 +71,7 @@ class Identifiers:
             raise PPMLMError(f"audit.identifiers_from={column}: the corpus has no such column and it is not a blacklist "
                              f"directory (columns: {', '.join(corpus.column_names)})")
         documents = corpus.filter(lambda user: user in users, input_columns="user_id")
-        spans = _gold_spans(documents, column)
+        spans = gold_spans(documents, column)
         labels: dict[str, set[str]] = {}
         unprotected: set[str] = set()
         for doc_id, words in zip(documents["doc_id"], segmenter.pipe(documents["text"])):

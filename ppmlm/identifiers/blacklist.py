@@ -391,7 +391,7 @@ def build_blacklist(
     _add_corpus_evidence(direct, graph, tagged_words, k, ner, profile, casefold)
     terms = _combine(graph, k, direct)
     blacklist = Blacklist(terms, spans, casefold=casefold, graph=graph)
-    gold = _gold_spans(corpus, gold_field) if gold_field and gold_field in corpus.column_names else None
+    gold = gold_spans(corpus, gold_field) if gold_field and gold_field in corpus.column_names else None
     blacklist.stats = _stats(blacklist, graph, k, corpus, segmenter, gold, progress)
     blacklist.stats["parameters"] = {
         "k": k, "n": n, "ner": ner, "spans_from": spans_from, "casefold": casefold,
@@ -406,7 +406,7 @@ def _direct_spans(corpus, ner, spans_from, batch_size, n_process, progress, prof
     if spans_from:
         if spans_from not in corpus.column_names:
             raise CorpusError(f"no column {spans_from!r} to take spans from (columns: {', '.join(corpus.column_names)})")
-        for doc_id, doc_spans in _gold_spans(corpus, spans_from).items():
+        for doc_id, doc_spans in gold_spans(corpus, spans_from).items():
             spans[doc_id].extend(doc_spans)
     backend = load_ner(ner, profile)
     if backend is not None:
@@ -417,7 +417,7 @@ def _direct_spans(corpus, ner, spans_from, batch_size, n_process, progress, prof
     return {doc_id: sorted(set(s), key=lambda s: (s.start, s.end)) for doc_id, s in spans.items() if s}
 
 
-def _gold_spans(corpus: datasets.Dataset, column: str) -> dict[str, list[Span]]:
+def gold_spans(corpus: datasets.Dataset, column: str) -> dict[str, list[Span]]:
     """Spans from a corpus column: a list of {start, end, label} objects (or [start, end, label]) per record."""
     spans = {}
     for i, (doc_id, text, value) in enumerate(zip(corpus["doc_id"], corpus["text"], corpus[column])):
