@@ -143,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     blacklist.add_argument("--user-column", default="user_id")
     blacklist.add_argument("--doc-id-column", default="doc_id")
     blacklist.add_argument("--casefold", action="store_true", help="fold case in terms (for uncased models)")
-    blacklist.add_argument("--n-process", type=positive_int, default=1, help="processes for NER")
+    blacklist.add_argument("--n-process", type=positive_int, default=None,
+                           help="processes for NER (default: 2 for 1,000 notes or more when 2 cores are available, else 1)")
     blacklist.add_argument("--from", dest="from_dir", help="re-threshold a saved blacklist at a new --k, without reading text")
     blacklist.set_defaults(run=_blacklist)
 

@@ -8,7 +8,7 @@ import pytest
 from ppmlm.cli import main
 from ppmlm.corpus.loading import load_corpus
 from ppmlm.errors import BlacklistError
-from ppmlm.identifiers.blacklist import Blacklist, build_blacklist
+from ppmlm.identifiers.blacklist import AUTO_PARALLEL_DOCUMENTS, Blacklist, build_blacklist, ner_processes
 from ppmlm.words import WordSegmenter
 
 NOTES = [
@@ -107,6 +107,13 @@ def test_ner_in_worker_processes_builds_the_same_blacklist(monkeypatch):
     one = build_blacklist(notes, progress=False)
     two = build_blacklist(notes, n_process=2, progress=False)
     assert two.terms == one.terms and two.spans == one.spans and two.stats == one.stats
+
+
+def test_default_ner_processes_follow_corpus_size_and_cores():
+    """Without n_process: one process for a small corpus (workers would cost more than they save), two from
+    AUTO_PARALLEL_DOCUMENTS notes when two cores are available, one on a single core."""
+    assert ner_processes(AUTO_PARALLEL_DOCUMENTS - 1, cores=2) == 1 and ner_processes(AUTO_PARALLEL_DOCUMENTS, cores=2) == 2
+    assert ner_processes(10 * AUTO_PARALLEL_DOCUMENTS, cores=1) == 1
 
 
 def test_command_writes_artifact_and_summary(tmp_path, capsys):

@@ -39,7 +39,7 @@ def check_training_config(cfg) -> None:
         _text(cfg, key)
     _integer(cfg, "blacklist.k", minimum=1)
     _integer(cfg, "blacklist.n", minimum=1)
-    _integer(cfg, "blacklist.n_process", minimum=1)
+    _integer(cfg, "blacklist.n_process", minimum=1, nullable=True)
     _choice(cfg, "blacklist.casefold", (None, True, False))
     _text(cfg, "blacklist.ner")
     _choice(cfg, "blacklist.profile", PROFILES)
