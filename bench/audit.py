@@ -1,6 +1,6 @@
 """Cost of the audit at its default settings against training on the embedded default.
 
-Trains one epoch of a recipe (default ppmlm) with `ppmlm.training.train`, then audits the checkpoint
+Trains one epoch of a recipe (default ppmlm) with `ppmlm.pipeline.train`, then audits the checkpoint
 twice with `audit_checkpoint` and the run's own audit settings (`AuditConfig.from_run_config`):
 
 - first audit: the target pass and the reference pass (the likelihood-ratio attack). The reference here

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -221,3 +222,13 @@ def _processes_with(marker: str) -> dict[int, str]:
 def two_ranks(tmp_path):
     """Launches a script on 2 CPU processes; a hang fails the test within 3 minutes with every rank's stack."""
     return RankLauncher(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def single_thread():
+    """Tiny models on a shared two-core machine run several times faster on one thread (modules that train
+    or score tiny models use it: `pytestmark = pytest.mark.usefixtures("single_thread")`)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -35,17 +35,9 @@ from ppmlm.models import weights_digests
 from ppmlm.words import WordSegmenter
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.usefixtures("single_thread")
 TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
 QUIET = {"progress": False}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def single_thread():
-    """Tiny models on a shared two-core machine run several times faster on one thread."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def tiny_bert(vocab_size: int, seed: int = 0, hidden: int = 32):

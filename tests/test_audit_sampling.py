@@ -20,17 +20,9 @@ from ppmlm.identifiers.blacklist import build_blacklist
 from ppmlm.pipeline import compose_config, train
 from ppmlm.words import WordSegmenter
 
+pytestmark = pytest.mark.usefixtures("single_thread")
 TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
 FAST = {"progress": False, "maskings": 2, "bootstrap_resamples": 0, "identifiers_from": None, "max_length": 64}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def single_thread():
-    """Tiny models on a shared two-core machine run several times faster on one thread."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_chunks_are_taken_up_to_the_budget_the_first_one_always():
