@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from accelerate.state import AcceleratorState, GradientState
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -115,6 +116,9 @@ class Launch:
 class RankLauncher:
     """`accelerate launch --multi_gpu --num_processes N` on CPU (gloo), every rank under `_RANK_WRAPPER`.
 
+    The ranks see no GPU whatever the machine has (on a one-GPU machine rank 1 would ask for a second), so the
+    tests hold on machines with none, one or several.
+
     A launch that has not exited by the deadline gets every rank's stack (faulthandler on SIGUSR1, and
     `py-spy dump --native` where installed, which shows the C++ frames), then all its processes are killed.
     torchrun starts each rank in a session of its own, so killing the launcher would orphan a hung rank (and
@@ -142,7 +146,7 @@ class RankLauncher:
         command = self.command(script, *args)
         log = self.directory / f"launch-{self.launches}.log"
         environment = dict(os.environ if env is None else env, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1",
-                           PPMLM_LAUNCH=marker)
+                           PPMLM_LAUNCH=marker, CUDA_VISIBLE_DEVICES="")
         start = time.perf_counter()
         with log.open("w") as out:
             launcher = subprocess.Popen(command, cwd=cwd, env=environment, stdout=out, stderr=subprocess.STDOUT,
@@ -222,6 +226,15 @@ def _processes_with(marker: str) -> dict[int, str]:
 def two_ranks(tmp_path):
     """Launches a script on 2 CPU processes; a hang fails the test within 3 minutes with every rank's stack."""
     return RankLauncher(tmp_path)
+
+
+@pytest.fixture(autouse=True)
+def fresh_accelerator_state():
+    """accelerate's state is one per process: a test that trains on the GPU would make the next test's
+    `Accelerator(cpu=True)` fail ("AcceleratorState has already been initialized"), so each test starts afresh."""
+    yield
+    AcceleratorState._reset_state(reset_partial_state=True)
+    GradientState._reset_state()
 
 
 @pytest.fixture(scope="module")
