@@ -59,6 +59,41 @@ def test_each_pattern(balanced, text, expected):
 
 
 @pytest.mark.parametrize(
+    "text, name",
+    [
+        # a listed first name grows over an initial and an unlisted surname, or an unlisted word beside it
+        ("Margaret S. Stouffer of Guidestar is the CEO of the year.", "Margaret S. Stouffer"),
+        ("HAVE YOU HEARD BARBARA M. PROBST SPEAK YET?", "BARBARA M. PROBST"),
+        ("as regular RR commenter Stephan Fenstermacher points out", "Stephan Fenstermacher"),
+        ("pt resting. wife mary t muris called and was updated.", "mary t muris"),
+        # two words around an initial, one of them unlisted: the first name need not be listed, or may be ambiguous
+        ("NOTE SIGNED BY MOHMAD R. VIZIROV", "MOHMAD R. VIZIROV"),
+        ("KEN N. FUKUDA CALLED BACK", "KEN N. FUKUDA"),
+    ],
+)
+def test_a_whole_name_around_a_listed_name_or_an_initial(balanced, text, name):
+    assert (name, "NAME") in tagged(balanced, text), tagged(balanced, text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "NEG H. PYLORI AND POS C. DIFF",  # organisms: listed as words
+        "Hepatitis B Vaccine given; Vitamin D level low",  # English words around the letter
+        "ZOSYN Q 8 HRS, LASIX X 2",  # dosing letters without a period
+    ],
+)
+def test_a_letter_between_words_is_not_a_name_by_itself(balanced, text):
+    assert tagged(balanced, text) == []
+
+
+def test_a_name_does_not_grow_over_english_words(balanced):
+    assert ("Barbara", "NAME") in tagged(balanced, "Talked to Barbara Tuesday about discharge.")
+    assert ("KATHERINE", "NAME") in tagged(balanced, "WIFE KATHERINE AT BEDSIDE, UPDATED.")
+    assert ("VERDA", "NAME") in tagged(balanced, "VERDA LIVES ON THE THIRD FLOOR.")  # an inflected verb
+
+
+@pytest.mark.parametrize(
     "text, word",
     [
         ("Spoke with daughter Hope about the plan.", "Hope"),  # a name context

@@ -509,6 +509,31 @@ def _sentence_start(doc, i: int) -> bool:
     return previous.is_space or previous.text in breaks or "\n" in previous.whitespace_
 
 
+class EnglishForms:
+    """Whether a word is an inflected form of a known word ("flew", "lives", "employs"): the rules and
+    exceptions of the spaCy pipeline's English lemmatizer tried for every part of speech, as the word's part
+    of speech is unknown here. A word list holds lemmas; names beside verbs in capitals need the forms too."""
+
+    PARTS_OF_SPEECH = ("verb", "noun", "adj", "adv")
+
+    def __init__(self, lemmatizer):
+        lookups = lemmatizer.lookups
+        rules, exceptions, index = (lookups.get_table(name) for name in ("lemma_rules", "lemma_exc", "lemma_index"))
+        self.rules = [tuple(rule) for pos in self.PARTS_OF_SPEECH for rule in rules.get(pos, [])]
+        self.exceptions = {form: lemmas for pos in self.PARTS_OF_SPEECH for form, lemmas in exceptions.get(pos, {}).items()}
+        self.lemmas = frozenset(lemma for pos in self.PARTS_OF_SPEECH if pos != "noun" for lemma in index.get(pos, []))
+
+    def inflects(self, lower: str, words: frozenset[str]) -> bool:
+        if any(lemma in words or lemma in self.lemmas for lemma in self.exceptions.get(lower, ())):
+            return True
+        for suffix, replacement in self.rules:
+            if lower.endswith(suffix) and len(lower) > len(suffix) + 1:
+                lemma = lower[: len(lower) - len(suffix)] + replacement
+                if lemma in words or lemma in self.lemmas:
+                    return True
+        return False
+
+
 class NameGazetteer:
     """NAME spans for the first and last names of a gazetteer, with the ambiguity rule.
 
@@ -518,6 +543,14 @@ class NameGazetteer:
     sentence start (not for `always_capitalised` words: "in May"). Other names count capitalised, in
     capitals, and in lower case in lower-case text or with context (`lower_case: "anywhere"` accepts them
     everywhere). Names listed in `stoplist` or followed by an eponym noun ("Murphy sign") never count.
+
+    With `extend_names`, a name found grows over the unlisted part of the full name: an initial and the word
+    after it ("Margaret S. Stouffer", "leidy t muris"), or a word beside it written the same way
+    ("Stephan Fenstermacher", "MARTA PALERMO") that is no English word (`english_words`; in capitals and
+    lower case also no `dictionary_words`, whose proper nouns a capital cannot tell from common ones); and two
+    words around an initial are a name when at least one is unlisted ("MOHMAD R. VIZIROV", "Ken N. Fukuda").
+    Without it, the gazetteer's "Margaret" hid the whole name from the statistical NER, which then never
+    tagged "S. Stouffer".
     """
 
     def __init__(self, nlp: Language, model_dir: Path, config: dict, eponym_nouns: Iterable[str] = ()):
@@ -535,6 +568,10 @@ class NameGazetteer:
         self.always_capitalised = frozenset(config.get("always_capitalised", ()))
         self.label_after = {word: label for file_name, label in config.get("label_after", {}).items()
                             for word in read_words(model_dir / file_name)}
+        self.extend_names = config.get("extend_names", False)
+        self.english = read_lists(model_dir, config.get("english_words", ())) | self.common | excluded
+        self.dictionary = self.english | read_lists(model_dir, config.get("dictionary_words", ()))
+        self.forms = EnglishForms(nlp.get_pipe("lemmatizer")) if "lemmatizer" in nlp.component_names else None
 
     def __call__(self, doc):
         if not len(doc):
@@ -542,7 +579,8 @@ class NameGazetteer:
         lowers = doc.to_array(LOWER)
         at = np.minimum(np.searchsorted(self._name_ids, lowers), len(self._name_ids) - 1)
         found = np.flatnonzero(self._name_ids[at] == lowers)  # a sorted lookup: np.isin sorts the list every call
-        if not len(found):
+        initials = self._initial_names(doc, set(found.tolist())) if self.extend_names else []
+        if not len(found) and not initials:
             return doc
         context = _DocContext(doc, doc.text)
         candidates = {int(i): doc[int(i)] for i in found if doc[int(i)].lower_ not in self.excluded}
@@ -558,8 +596,58 @@ class NameGazetteer:
             else:
                 start = i - 1 if i and _INITIAL.match(doc[i - 1].text) else i
                 spans.append([start, i + 1])  # with an initial before it: "J Smith", "C. Day"
+        if self.extend_names:
+            grown = []
+            for start, end in sorted([self._whole_name(doc, start, end) for start, end in spans] + initials):
+                if grown and start <= grown[-1][1]:  # grown into the next name: one span
+                    grown[-1][1] = max(grown[-1][1], end)
+                else:
+                    grown.append([start, end])
+            spans = grown
         doc.ents = add_entities(doc, [self._span(doc, start, end) for start, end in spans])
         return doc
+
+    def _initial_names(self, doc, listed: set[int]) -> list[list[int]]:
+        """Spans of a name around an initial written alike, at least one of the two words unlisted and the other
+        listed or unlisted too: "MOHMAD R. VIZIROV", "Ken N. Fukuda" (Q and X without a period: "Q 4", "X 2")."""
+        spans = []
+        for i in range(1, len(doc) - 1):
+            if not _INITIAL.match(doc[i].text) or doc[i].text in ("Q", "X"):
+                continue
+            before, after = doc[i - 1], doc[i + 1]
+            unlisted = [self._unlisted(before, after), self._unlisted(after, before)]
+            alike = (before.is_title and after.is_title) or (before.is_upper and after.is_upper)
+            if alike and any(unlisted) and all(u or j in listed for u, j in zip(unlisted, (i - 1, i + 1))):
+                spans.append([i - 1, i + 2])
+        return spans
+
+    def _whole_name(self, doc, start: int, end: int) -> list[int]:
+        """The span grown over an initial and an unlisted surname after it, or an unlisted word after it (before
+    it too in mixed case: in capitals a verb before a name, "SAYS JANA", is no English word's form we know)."""
+        shape = doc[end - 1]
+        after = doc[end:end + 2]
+        if len(after) == 2 and re.fullmatch(r"[A-Za-z]\.?", after[0].text) and self._unlisted(after[1], shape, initial=True):
+            end += 2
+        elif len(after) and self._unlisted(after[0], shape):
+            end += 1
+        if start and doc[start].is_title and not _INITIAL.match(doc[start].text) and self._unlisted(doc[start - 1], doc[start]) \
+                and not (start > 1 and self._unlisted(doc[start - 2], doc[start])):
+            start -= 1
+        return [start, end]
+
+    def _unlisted(self, token, shape, initial: bool = False) -> bool:
+        """A word that can only be part of the name beside it: written like it, a word of letters, no English
+        word, no name context, no street or company word; lower case only after an initial ("leidy t muris")."""
+        if len(token) < 2 or not _WORD.fullmatch(token.text) or any(c.isdigit() for c in token.text):
+            return False
+        same = (token.is_title and shape.is_title) or (token.is_upper and shape.is_upper) or (
+            token.is_lower and shape.is_lower and initial)
+        lower = token.lower_
+        words = self.english if token.is_title else self.dictionary
+        if not same or token.is_stop or lower in words or (self.forms and self.forms.inflects(lower, words)):
+            return False
+        return lower not in self.context_before and lower not in self.context_after and lower not in self.label_after \
+            and lower not in self.eponym_nouns
 
     def _span(self, doc, start: int, end: int):
         """A NAME span, or with the word after it a street or a company ("Smith Garden", "Smith Group")."""
@@ -717,7 +805,7 @@ def build_rules_pipeline(model_dir: str | Path = DEFAULT_MODEL_DIR, profile: str
     config = pipeline_config(model_dir, profile)
     model = config["spacy_model"]
     try:
-        nlp = spacy.load(model, exclude=config.get("exclude", []))
+        nlp = spacy.load(model, exclude=config.get("exclude", []), disable=config.get("disable", []))
     except OSError as error:
         raise NERError(f"spaCy model {model!r} named in {model_dir / 'pipeline.json'} is not installed: {error}") from error
     first = "ner" if "ner" in nlp.pipe_names else None
