@@ -42,11 +42,13 @@ from ppmlm.corpus.engine import (
     join,
     load_vocabulary,
     occupation,
+    personal_email,
     phone,
     recase,
     sentence,
     slug,
     span,
+    work_email,
     year_text,
 )
 from ppmlm.identifiers.labels import AGE, DATE, EMAIL, HOSPITAL, ID, LOCATION, NAME, PHONE, URL
@@ -247,7 +249,7 @@ def _draw_staff(seed: int, fake: Faker, realism: float = REALISM) -> _Staff:
             first, last = fake.first_name(), fake.last_name()
             first = _realistic_name(first, names.choice(("female", "male")), names, realism)
             last = _realistic_name(last, "last", names, realism)
-            email = f"{slug(first)[0]}{slug(last)}@{rng.choice(hospitals).domain}"
+            email = work_email(first, last, rng.choice(hospitals).domain)
             clinicians.append(_Clinician(first, last, specialty, email, digits(rng, 5)))
     return _Staff(
         doctors=tuple(c for c in clinicians if c.specialty != "nursing"),
@@ -388,8 +390,7 @@ def _draw_patient(seed: int, index: int, fake: Faker, staff: _Staff, rng: random
         ssn=f"{digits(rng, 3)}-{digits(rng, 2)}-{digits(rng, 4)}",
         insurance_id=rng.choice(("XJ", "BCB", "HMO", "UHC", "AET")) + digits(rng, 9),
         phone=phone(rng),
-        email=f"{slug(first)}{rng.choice(('.', '_', ''))}{slug(last)}{rng.randint(1, 99)}"
-              f"@{rng.choice(COMMON.email_domains)}",
+        email=personal_email(first, last, rng),
         street=fake.street_address(),
         city=rng.choice(staff.towns) if rng.random() < LOCAL_SHARE else fake.city(),
         state=rng.choice(COMMON.us_states),

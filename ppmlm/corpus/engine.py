@@ -94,6 +94,16 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z]", "", text.lower())
 
 
+def personal_email(first: str, last: str, rng: random.Random) -> str:
+    """'jane.roe42@gmail.com', 'janeroe7@aol.com'."""
+    return f"{slug(first)}{rng.choice(('.', '_', ''))}{slug(last)}{rng.randint(1, 99)}@{rng.choice(COMMON.email_domains)}"
+
+
+def work_email(first: str, last: str, domain: str) -> str:
+    """'jroe@stmarys.org': an initial and the surname at the employer's domain."""
+    return f"{slug(first)[0]}{slug(last)}@{domain}"
+
+
 def ordinal(number: int) -> str:
     """'1st', '22nd', '13th' (days of a month)."""
     return f"{number}{ {1: 'st', 2: 'nd', 3: 'rd', 21: 'st', 22: 'nd', 23: 'rd', 31: 'st'}.get(number, 'th')}"

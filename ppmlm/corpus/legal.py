@@ -33,10 +33,12 @@ from ppmlm.corpus.engine import (
     join,
     load_vocabulary,
     occupation,
+    personal_email,
     phone,
     sentence,
     slug,
     span,
+    work_email,
 )
 from ppmlm.identifiers.labels import AGE, DATE, EMAIL, HOSPITAL, ID, LOCATION, NAME, PHONE, URL
 
@@ -181,7 +183,7 @@ def _draw_bench(seed: int, fake: Faker) -> _Bench:
         firm = _Firm(name, practice, domain, phone(rng), fake.street_address(), fake.city())
         for _ in range(3):
             person = _person(fake, rng)
-            email = f"{slug(person.first)[0]}{slug(person.last)}@{firm.domain}"
+            email = work_email(person.first, person.last, firm.domain)
             lawyers.append(_Lawyer(person, firm, digits(rng, 6), email))
     return _Bench(tuple(courts), tuple(lawyers), tuple(_person(fake, rng) for _ in range(4)))
 
@@ -366,8 +368,7 @@ def _draw_case(seed: int, index: int, fake: Faker, bench: _Bench, rng: random.Ra
         state=rng.choice(COMMON.us_states),
         zip_code=fake.zipcode(),
         phone=phone(rng),
-        email=f"{slug(party.first)}{rng.choice(('.', '_', ''))}{slug(party.last)}{rng.randint(1, 99)}"
-              f"@{rng.choice(COMMON.email_domains)}",
+        email=personal_email(party.first, party.last, rng),
         other_person=other_person,
         other_company=other_company,
         counsel=counsel,
