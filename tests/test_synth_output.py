@@ -11,8 +11,8 @@ import faker
 import pytest
 
 from ppmlm.cli import main
-from ppmlm.corpus.domains import generate_synthetic
 from ppmlm.corpus.clinical import generate_corpus
+from ppmlm.corpus.domains import generate_synthetic
 
 PINNED_FAKER = "40.54.0"
 pytestmark = pytest.mark.skipif(faker.VERSION != PINNED_FAKER,
