@@ -46,8 +46,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import datasets  # noqa: E402
 import spacy  # noqa: E402
 
+from ppmlm.corpus.clinical import generate_corpus  # noqa: E402
 from ppmlm.corpus.loading import load_corpus  # noqa: E402
-from ppmlm.corpus.synth import generate_corpus  # noqa: E402
 from ppmlm.identifiers.blacklist import build_blacklist  # noqa: E402
 from ppmlm.identifiers.ner import DEFAULT_MODEL_DIR, load_ner  # noqa: E402
 

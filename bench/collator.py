@@ -27,7 +27,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import torch  # noqa: E402
 from transformers import AutoTokenizer, DataCollatorForLanguageModeling, logging  # noqa: E402
 
-from ppmlm.corpus.synth import generate_corpus  # noqa: E402
+from ppmlm.corpus.clinical import generate_corpus  # noqa: E402
 from ppmlm.masking.collator import PrivacyMaskingCollator  # noqa: E402
 from ppmlm.models import default_model_path  # noqa: E402
 from ppmlm.words import WordSegmenter  # noqa: E402

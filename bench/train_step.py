@@ -35,7 +35,7 @@ import torch  # noqa: E402
 from accelerate import Accelerator  # noqa: E402
 from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig, get_linear_schedule_with_warmup, logging  # noqa: E402
 
-from ppmlm.corpus.synth import generate_corpus  # noqa: E402
+from ppmlm.corpus.clinical import generate_corpus  # noqa: E402
 from ppmlm.features import FEATURE_COLUMNS, build_features  # noqa: E402
 from ppmlm.masking.collator import PrivacyMaskingCollator  # noqa: E402
 from ppmlm.models import default_model_path  # noqa: E402

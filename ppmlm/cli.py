@@ -13,7 +13,7 @@ from ppmlm.models import local_models_only
 
 def _synth(args) -> None:
     from ppmlm.corpus.domains import generate_synthetic
-    from ppmlm.corpus.synth import write_jsonl
+    from ppmlm.corpus.engine import write_jsonl
 
     records = generate_synthetic(args.domain, args.users, seed=args.seed)
     write_jsonl(records, args.out)

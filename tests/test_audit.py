@@ -287,7 +287,8 @@ def audited_run(tmp_path_factory):
     epoch 2 (so that the report has two epochs)."""
     from transformers import AutoTokenizer
 
-    from ppmlm.corpus.synth import generate_corpus, write_jsonl
+    from ppmlm.corpus.clinical import generate_corpus
+    from ppmlm.corpus.engine import write_jsonl
     from ppmlm.pipeline import compose_config, train
 
     tmp = tmp_path_factory.mktemp("audited_run")

@@ -12,9 +12,9 @@ from ppmlm.audit import AuditConfig, run_audit
 from ppmlm.audit.outputs import Pseudonyms, read_jsonl
 from ppmlm.audit.reference import reference_config
 from ppmlm.audit.sampling import build_samples, lent_users, pick_chunks
+from ppmlm.corpus.clinical import generate_corpus
 from ppmlm.corpus.loading import load_corpus
 from ppmlm.corpus.split import split_users
-from ppmlm.corpus.synth import generate_corpus
 from ppmlm.errors import ConfigError, CorpusError
 from ppmlm.identifiers.blacklist import build_blacklist
 from ppmlm.pipeline import compose_config, train

@@ -99,7 +99,7 @@ def test_default_ner_finds_direct_identifiers():
 def test_ner_in_worker_processes_builds_the_same_blacklist(monkeypatch):
     """n_process=2 runs the NER in two spawned processes that return spans only, a few notes at a time: the
     blacklist, its spans and its stats are those of the one-process build."""
-    from ppmlm.corpus.synth import generate_corpus
+    from ppmlm.corpus.clinical import generate_corpus
     from ppmlm.identifiers.ner import load_ner
 
     monkeypatch.setattr(load_ner("default"), "texts_per_task", 8)  # several tasks per worker, answered in order

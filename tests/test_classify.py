@@ -14,7 +14,7 @@ from transformers import AutoConfig, AutoModelForMaskedLM, AutoModelForSequenceC
 
 from ppmlm.audit.metrics import load_metric
 from ppmlm.cli import main
-from ppmlm.corpus.synth import generate_corpus
+from ppmlm.corpus.clinical import generate_corpus
 from ppmlm.downstream.classify import class_order, freeze_all_but_top, source_name
 from ppmlm.errors import PPMLMError
 from ppmlm.pipeline import train_from_overrides

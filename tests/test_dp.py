@@ -8,7 +8,7 @@ import torch
 from accelerate import Accelerator
 from transformers import AutoConfig, AutoModelForMaskedLM
 
-from ppmlm.corpus.synth import generate_corpus
+from ppmlm.corpus.clinical import generate_corpus
 from ppmlm.errors import PPMLMError
 from ppmlm.features import FEATURE_COLUMNS, build_features
 from ppmlm.masking.collator import PrivacyMaskingCollator

@@ -18,20 +18,20 @@ import pytest
 from faker import Faker
 from faker.providers.person.en_US import Provider as UsNames
 
-from ppmlm.corpus.domains import SYNTHETIC_DOMAINS, generate_synthetic
-from ppmlm.corpus.split import split_users
-from ppmlm.corpus.synth import (
-    _WORD_NAMES,
+from ppmlm.corpus.clinical import (
     CLASSES,
     INVENTED_NAME_SHARE,
     MAX_NOTES,
     MIN_NOTES,
     WORD_NAME_SHARE,
+    WORDS,
     _draw_staff,
     _gazetteer_words,
     generate_corpus,
-    write_jsonl,
 )
+from ppmlm.corpus.domains import SYNTHETIC_DOMAINS, generate_synthetic
+from ppmlm.corpus.engine import load_vocabulary, write_jsonl
+from ppmlm.corpus.split import split_users
 from ppmlm.identifiers.labels import PHI_LABELS
 from ppmlm.words import WordSegmenter
 
@@ -84,6 +84,18 @@ def test_output_does_not_depend_on_the_hash_seed(domain):
         digests.add(result.stdout.strip())
     here = hashlib.sha256(json.dumps(generate_synthetic(domain, 3), sort_keys=True).encode()).hexdigest()
     assert digests == {here}
+
+
+@pytest.mark.parametrize("domain", SYNTHETIC_DOMAINS)
+def test_each_domain_is_a_vocabulary_file_the_engine_reads_its_corpus_shape_from(domain):
+    shape = load_vocabulary(domain).corpus
+    assert set(shape) == {"user_stream", "labels", "documents_per_user", "same_label_share", "second_label_share",
+                          "days_between_documents"}
+    low, high = shape["documents_per_user"]
+    assert 1 <= low <= high and 0 <= shape["same_label_share"] <= 1 and 0 <= shape["second_label_share"] <= 1
+    records = generate_synthetic(domain, 20)
+    assert {record["label"] for record in records} == set(shape["labels"])
+    assert all(low <= len(documents) <= high for documents in _by_user(records).values())
 
 
 def test_record_shape_and_notes_per_user(corpus_50):
@@ -251,7 +263,7 @@ def test_nursing_notes_end_with_a_signature_whose_name_is_gold(corpus_200, staff
 def test_names_typed_in_lower_case_are_gold_and_only_the_name(corpus_200):
     """Nurses type clinicians, patients and relatives in lower case ('md jones aware', 'wife mary at bedside');
     the gold span holds the name (or its initials in a signature), never a title or credential."""
-    word_names = {name.casefold() for names in _WORD_NAMES.values() for name in names}
+    word_names = {name.casefold() for names in WORDS.word_names.values() for name in names}
     names = {name.casefold() for name in [*UsNames.first_names, *UsNames.last_names]} | word_names
     lower = [(record["user_id"], name) for record in corpus_200 for name in _gold(record, "NAME") if name.islower()]
     assert len({user for user, _ in lower}) >= 120
@@ -299,7 +311,7 @@ def test_a_share_of_names_is_invented_or_a_common_word(corpus_200):
     realism sets (0.2 and 0.1 of the people at the default), so NAME coverage is not measured on the lists the
     name gazetteer is made of; at realism 0 every name is Faker's."""
     people = collections.Counter()
-    word_names = {name.casefold() for names in _WORD_NAMES.values() for name in names}
+    word_names = {name.casefold() for names in WORDS.word_names.values() for name in names}
     for record in corpus_200:
         for word in set(_name_words(record)):
             people["invented" if word not in _gazetteer_words() else "word" if word in word_names else "faker"] += 1

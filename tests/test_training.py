@@ -64,7 +64,8 @@ def test_training_audits_every_epoch_against_a_population_reference(tmp_path):
 
 
 def test_corpus_by_path(tmp_path):
-    from ppmlm.corpus.synth import generate_corpus, write_jsonl
+    from ppmlm.corpus.clinical import generate_corpus
+    from ppmlm.corpus.engine import write_jsonl
 
     records = [{"note": r["text"], "patient": r["user_id"], "id": r["doc_id"]} for r in generate_corpus(8, seed=1)]
     write_jsonl(records, tmp_path / "notes.jsonl")
