@@ -4,7 +4,10 @@ chosen members' notes so that the audit can measure how much of a secret seen 1,
 A canary is "The <noun> code is <secret>." with a secret of `digits` random digits, so every string of that many
 digits is a candidate and the audit can rank the true one exactly among all of them (ppmlm.audit.exposure). Each
 canary is planted in one member: appended to the end of their notes, one note after the other, as many times as
-its repetitions ask (cycling over the notes of a user who has fewer). The plant is drawn from `seed` alone and
+its repetitions ask, one copy per note where the member has enough notes (the most repeated canaries go first to
+members with as many notes as copies: copies that share a note let the model read the secret from a visible
+copy instead of recalling it, which understates exposure), cycling over the notes of a user who has fewer.
+The plant is drawn from `seed` alone and
 recorded in the run directory (`canaries.json`, sensitive like the blacklist: it holds the secrets); a resumed run
 reads it back, so it trains and audits the very same canaries. A canary's secret is used by one user only, so the
 blacklist's graph makes it an indirect identifier like any other (ppmlm protects it; mlm does not).
@@ -90,11 +93,15 @@ def plan_canaries(corpus: datasets.Dataset, members: list[str], settings: Canary
     if len(documents) < len(settings.repetitions):
         raise ConfigError(f"audit.canaries.repetitions={list(settings.repetitions)}: one member per canary, and the run "
                           f"has {len(documents)} members")
-    users = rng.sample(sorted(documents), len(settings.repetitions))
+    users: dict[int, str] = {}
+    for i in sorted(range(len(settings.repetitions)), key=lambda i: -settings.repetitions[i]):  # most repeated first
+        free = sorted(set(documents) - set(users.values()))
+        roomy = [user for user in free if len(documents[user]) >= settings.repetitions[i]]
+        users[i] = rng.choice(roomy or free)
     secrets = rng.sample(range(10 ** settings.digits), len(settings.repetitions))
-    return [Canary(user, f"The {noun} code is", f"{secret:0{settings.digits}d}", repetitions,
-                   tuple(sorted(documents[user])[i % len(documents[user])] for i in range(repetitions)))
-            for user, secret, repetitions, noun in zip(users, secrets, settings.repetitions, NOUNS)]
+    return [Canary(users[i], f"The {noun} code is", f"{secret:0{settings.digits}d}", repetitions,
+                   tuple(sorted(documents[users[i]])[j % len(documents[users[i]])] for j in range(repetitions)))
+            for i, (secret, repetitions, noun) in enumerate(zip(secrets, settings.repetitions, NOUNS))]
 
 
 def plant_canaries(corpus: datasets.Dataset, canaries: list[Canary]) -> datasets.Dataset:
