@@ -16,7 +16,7 @@ from ppmlm.audit.policy import SharingPolicy
 from ppmlm.corpus.canaries import CANARIES_FILE, CanarySettings, plan_canaries, plant_canaries, run_canaries
 from ppmlm.corpus.loading import load_corpus
 from ppmlm.corpus.split import UserSplit
-from ppmlm.errors import ConfigError
+from ppmlm.errors import ConfigError, PPMLMError
 from ppmlm.identifiers.blacklist import build_blacklist
 
 pytestmark = pytest.mark.usefixtures("single_thread")
@@ -184,3 +184,8 @@ def test_canary_exposure_rises_with_repetitions_under_mlm_and_stays_low_when_bla
     assert exposure[1] <= exposure[16] and exposure[4] <= exposure[16], seen
     assert protected["highest_exposure"] < bits / 2 and untrained["highest_exposure"] < bits / 2, seen
     assert plain["highest_exposure"] == exposure[16]
+    [check] = SharingPolicy(max_canary_exposure=bits / 2).check({"canaries": plain})[-1:]
+    assert check.figure == "canary exposure (highest, bits)" and check.status == "FAIL"
+    assert SharingPolicy(max_canary_exposure=bits / 2).check({"canaries": protected})[-1].status == "pass"
+    with pytest.raises(PPMLMError, match="max_canary_exposure=-1"):
+        SharingPolicy(max_canary_exposure=-1)

@@ -181,12 +181,15 @@ class SharingPolicy:
                                     self.max_tpr_at_1pct_fpr[attack], at_least=False,
                                     interval=_pair((result.get("tpr_at_fpr_ci") or {}).get(FPR)),
                                     needs=((result.get("unresolved") or {}).get(FPR) or {}).get("needs_non_members")))
+        # the probing attacks' checks are opt-in: listed only when their threshold is set
         inversion = ((figures.get("inversion") or {}).get("member") or {}).get("top_100") or {}
-        checks.append(Check("inversion top-100 accuracy (members)", inversion.get("value"), self.max_inversion_top100_accuracy,
-                            at_least=False, interval=_pair(inversion.get("ci"))))
+        if self.max_inversion_top100_accuracy is not None:
+            checks.append(Check("inversion top-100 accuracy (members)", inversion.get("value"),
+                                self.max_inversion_top100_accuracy, at_least=False, interval=_pair(inversion.get("ci"))))
         exposure = (figures.get("canaries") or {}).get("highest_exposure")  # exact over the secret space: no interval
-        checks.append(Check("canary exposure (highest, bits)", exposure, self.max_canary_exposure, at_least=False,
-                            interval=None if exposure is None else (exposure, exposure)))
+        if self.max_canary_exposure is not None:
+            checks.append(Check("canary exposure (highest, bits)", exposure, self.max_canary_exposure, at_least=False,
+                                interval=None if exposure is None else (exposure, exposure)))
         return checks
 
 
