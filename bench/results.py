@@ -68,7 +68,7 @@ def plan_runs(args) -> tuple[dict[str, Run], list[Run]]:
         references[domain] = Run(domain, "reference", [*base, "recipe=mlm", "data.train_users=population",
                                                        "audit.enabled=false"], work / "reference")
         audited = [*base, "audit.enabled=true", f"audit.max_users_per_side={args.audit_users}",
-                   f"audit.max_chunks_per_user={args.audit_chunks}",
+                   f"audit.max_chunks_per_user={args.audit_chunks}", f"audit.canaries.enabled={str(args.canaries).lower()}",
                    f"audit.reference={work / 'reference' / 'checkpoints' / f'epoch-{args.epochs}'}"]
         for name in args.recipes:
             runs.append(Run(domain, name, [*audited, *RECIPES[name]], work / name.replace("+", "-")))
@@ -167,6 +167,21 @@ def main_table(records: list[dict]) -> list[str]:
             f"| {number(lr_s.get('auc'), 2)} / {number(lr_u.get('auc'), 2)} | {tpr(lr_s)} / {tpr(lr_u)} "
             f"| {(number(eps.get('rdp'), 2) + ' / ' + number(eps.get('prv'), 2)) if eps else '-'} "
             f"| {sum(e['train_seconds'] or 0 for e in record['epochs']):.0f} | {record['wall_seconds'] / 60:.1f} |")
+    return rows
+
+
+def probe_table(records: list[dict]) -> list[str]:
+    """The probing attacks of the last epoch: name -> attribute inversion and canary exposure (docs/audit.md)."""
+    rows = ["| recipe | inversion members top-1 / 10 / 100 | non-members top-1 / 10 / 100 | candidates "
+            "| canary exposure, bits (repetitions) |", "|---|---:|---:|---:|---:|"]
+    for record in records:
+        last = record["epochs"][-1]
+        inversion, canaries = last.get("inversion") or {}, last.get("canaries") or {}
+        sides = [" / ".join(number(((inversion.get(side) or {}).get(f"top_{top}") or {}).get("value"), 2) for top in (1, 10, 100))
+                 for side in ("member", "non_member")]
+        exposure = " / ".join(f"{row['exposure']:.1f} ({row['repetitions']})"
+                              for row in sorted(canaries.get("canaries") or [], key=lambda row: row["repetitions"])) or "-"
+        rows.append(f"| {record['run']} | {sides[0]} | {sides[1]} | {inversion.get('candidates', 'n/a')} | {exposure} |")
     return rows
 
 
@@ -359,6 +374,12 @@ def write_report(args, runs: list[Run]) -> None:
             "",
             *main_table(records),
             "",
+            "Probing attacks, last epoch: name -> attribute inversion (top-k accuracy of a member's true attribute given "
+            "their name; non-members are the baseline) and, with `--canaries`, the exposure of canaries planted 1, 4 and 16 "
+            "times (bits; about 1.4 when not memorised).",
+            "",
+            *probe_table(records),
+            "",
             f"![privacy against utility, {domain}](results/tradeoff-{domain}.png)",
             "",
             "Regurgitation (the paper's Figure 5): every identifier a model predicted, by how often it occurs in "
@@ -427,6 +448,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--audit-users", default="null", help="audited users per side (null: all)")
     parser.add_argument("--audit-chunks", default="2", help="audited chunks per user (null: all); 2 is the audit's own default")
+    parser.add_argument("--canaries", action="store_true", help="plant canaries in every audited run (audit.canaries)")
     parser.add_argument("--recipes", nargs="+", default=list(RECIPES), choices=list(RECIPES))
     parser.add_argument("--domains", nargs="+", default=["clinical", "legal"], choices=["clinical", "legal"])
     parser.add_argument("--sweep", choices=["axes", "grid", "none"], default="axes",

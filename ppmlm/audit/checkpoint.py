@@ -30,9 +30,10 @@ def load_masked_lm(path, device: str | torch.device):
 
 def audit_checkpoint(checkpoint, corpus, split, blacklist, out_dir, epoch: int, config: AuditConfig = AuditConfig(),
                      reference=None, epsilon: dict | None = None, device: str | None = None,
-                     policy: SharingPolicy | None = None) -> dict:
+                     policy: SharingPolicy | None = None, canaries: list | None = None) -> dict:
     """`run_audit` on the model and tokenizer saved in `checkpoint`, recording the sha256 of its weights files;
-    `reference` is a checkpoint path or None, `policy` the sharing policy the report's verdict applies."""
+    `reference` is a checkpoint path or None, `policy` the sharing policy the report's verdict applies, `canaries`
+    those planted in the corpus (their exposure is measured)."""
     from transformers import AutoTokenizer
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -44,7 +45,7 @@ def audit_checkpoint(checkpoint, corpus, split, blacklist, out_dir, epoch: int, 
         raise PPMLMError(f"reference {reference} has a vocabulary of {reference_model.config.vocab_size} tokens, "
                          f"the audited model {model.config.vocab_size}: they must share the tokenizer")
     return run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch, config, reference_model, epsilon, weights,
-                     policy)
+                     policy, canaries)
 
 
 def audit_training_epoch(cfg, run_data, checkpoint, epoch: int) -> dict:
@@ -54,4 +55,5 @@ def audit_training_epoch(cfg, run_data, checkpoint, epoch: int) -> dict:
     reference = resolve_reference(cfg.audit.reference, cfg)
     return audit_checkpoint(checkpoint, run_data.corpus, run_data.split, run_data.blacklist,
                             Path(cfg.output_dir) / "audit", epoch, AuditConfig.from_run_config(cfg), reference,
-                            checkpoint_epsilon(checkpoint), policy=SharingPolicy.from_config(cfg.get("share")))
+                            checkpoint_epsilon(checkpoint), policy=SharingPolicy.from_config(cfg.get("share")),
+                            canaries=run_data.canaries)

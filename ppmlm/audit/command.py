@@ -17,6 +17,7 @@ from ppmlm.audit.checkpoint import audit_checkpoint
 from ppmlm.audit.config import AuditConfig
 from ppmlm.audit.policy import SharingPolicy
 from ppmlm.audit.reference import resolve_reference
+from ppmlm.corpus.canaries import CANARIES_FILE, load_canaries, plant_canaries
 from ppmlm.corpus.loading import load_corpus, load_run_corpus
 from ppmlm.corpus.split import UserSplit, split_users
 from ppmlm.errors import PPMLMError
@@ -68,6 +69,8 @@ def audit_command(model: Path, data, blacklist: Path | None, out: Path, referenc
         corpus = load_run_corpus(cfg.data, cfg.seed)
     else:
         raise PPMLMError(f"--model {model} is not inside a training run: give --data PATH")
+    canaries = load_canaries(run.path / CANARIES_FILE) if run is not None and (run.path / CANARIES_FILE).is_file() else []
+    corpus = plant_canaries(corpus, canaries) if canaries else corpus  # the corpus as the run trained on it
     if split is None and run is not None and run.split.exists():
         split = run.split
     if split is not None:
@@ -92,4 +95,4 @@ def audit_command(model: Path, data, blacklist: Path | None, out: Path, referenc
         blacklist = training_blacklist(cfg, corpus, user_split, AutoTokenizer.from_pretrained(str(model)))
     return audit_checkpoint(model, corpus, user_split, Blacklist.load(blacklist), out, epoch, config,
                             resolve_reference(reference, cfg, train_reference), checkpoint_epsilon(model),
-                            policy=SharingPolicy.from_config(cfg.get("share")) if cfg is not None else None)
+                            policy=SharingPolicy.from_config(cfg.get("share")) if cfg is not None else None, canaries=canaries)

@@ -1,8 +1,9 @@
 """What the audit looks at and how hard it looks: the knobs that trade its cost against its precision."""
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
+from ppmlm.audit.inversion import InversionSettings
 from ppmlm.errors import ConfigError
 
 TOKENS_PER_USER = 320  # two 128-token chunks, a third when it is short: bench/audit.py, docs/audit.md
@@ -59,6 +60,7 @@ class AuditConfig:
     bootstrap_resamples: int = 1000  # of the users, for the attacks' intervals (seeded by `seed`)
     confidence: float = 0.95  # of every interval: bootstrap (attacks) and Clopper-Pearson (privacy score)
     progress: bool = True
+    inversion: InversionSettings = field(default_factory=InversionSettings)  # name -> attribute attack (inversion.py)
 
     def __post_init__(self):
         for name in ("max_tokens_per_user", "max_users_per_side", "max_chunks_per_user"):
@@ -75,6 +77,7 @@ class AuditConfig:
         if self.batch_size < 1 or self.max_length < 4:
             raise ValueError("batch_size must be at least 1 and max_length at least 4")
         object.__setattr__(self, "fpr_levels", tuple(float(level) for level in self.fpr_levels))
+        object.__setattr__(self, "inversion", InversionSettings.parse(self.inversion))
 
     @classmethod
     def from_run_config(cls, cfg, **overrides) -> "AuditConfig":
@@ -84,5 +87,9 @@ class AuditConfig:
         values = dict(section, max_length=cfg.train.max_length, mlm_probability=cfg.masking.mlm_probability)
         if "fpr_levels" in values:
             values["fpr_levels"] = tuple(values["fpr_levels"])
+        inversion = dict(values.get("inversion") or {})
+        if inversion.get("templates") == "auto":  # the embedded corpus's domain; a corpus of one's own: clinical
+            inversion["templates"] = cfg.data.get("synth_domain", "clinical") if cfg.data.get("path") is None else "clinical"
+            values["inversion"] = inversion
         values.update(overrides)
         return cls(**values)

@@ -106,6 +106,8 @@ class SharingPolicy:
     min_privacy_score: float | None = 0.99
     max_tpr_at_1pct_fpr: dict = field(default_factory=lambda: dict.fromkeys(ATTACKS, 0.1))
     min_independent_privacy_score: float | None = None  # against the audit's independent identifiers; None: not checked
+    max_inversion_top100_accuracy: float | None = None  # members' top-100 accuracy of the name -> attribute inversion
+    max_canary_exposure: float | None = None  # bits: the highest exposure of a canary planted by audit.canaries
 
     def __post_init__(self):
         unknown = set(self.max_tpr_at_1pct_fpr) - set(ATTACKS)
@@ -115,6 +117,11 @@ class SharingPolicy:
         object.__setattr__(self, "min_privacy_score", _threshold(self.min_privacy_score, "min_privacy_score"))
         object.__setattr__(self, "min_independent_privacy_score",
                            _threshold(self.min_independent_privacy_score, "min_independent_privacy_score"))
+        object.__setattr__(self, "max_inversion_top100_accuracy",
+                           _threshold(self.max_inversion_top100_accuracy, "max_inversion_top100_accuracy"))
+        exposure = self.max_canary_exposure
+        if exposure is not None and (isinstance(exposure, bool) or not isinstance(exposure, (int, float)) or exposure < 0):
+            raise PPMLMError(f"sharing policy: max_canary_exposure={exposure!r} must be a number of bits of at least 0, or none")
         object.__setattr__(self, "max_tpr_at_1pct_fpr", {
             attack: _threshold(self.max_tpr_at_1pct_fpr.get(attack, 0.1), f"max_tpr_at_1pct_fpr.{attack}")
             for attack in ATTACKS})
@@ -127,7 +134,9 @@ class SharingPolicy:
         return cls(min_privacy_score=share.get("min_privacy_score", defaults.min_privacy_score),
                    min_independent_privacy_score=share.get("min_independent_privacy_score",
                                                            defaults.min_independent_privacy_score),
-                   max_tpr_at_1pct_fpr={**defaults.max_tpr_at_1pct_fpr, **dict(share.get("max_tpr_at_1pct_fpr") or {})})
+                   max_tpr_at_1pct_fpr={**defaults.max_tpr_at_1pct_fpr, **dict(share.get("max_tpr_at_1pct_fpr") or {})},
+                   max_inversion_top100_accuracy=share.get("max_inversion_top100_accuracy"),
+                   max_canary_exposure=share.get("max_canary_exposure"))
 
     @classmethod
     def for_run(cls, run_dir) -> SharingPolicy:
@@ -172,6 +181,15 @@ class SharingPolicy:
                                     self.max_tpr_at_1pct_fpr[attack], at_least=False,
                                     interval=_pair((result.get("tpr_at_fpr_ci") or {}).get(FPR)),
                                     needs=((result.get("unresolved") or {}).get(FPR) or {}).get("needs_non_members")))
+        # the probing attacks' checks are opt-in: listed only when their threshold is set
+        inversion = ((figures.get("inversion") or {}).get("member") or {}).get("top_100") or {}
+        if self.max_inversion_top100_accuracy is not None:
+            checks.append(Check("inversion top-100 accuracy (members)", inversion.get("value"),
+                                self.max_inversion_top100_accuracy, at_least=False, interval=_pair(inversion.get("ci"))))
+        exposure = (figures.get("canaries") or {}).get("highest_exposure")  # exact over the secret space: no interval
+        if self.max_canary_exposure is not None:
+            checks.append(Check("canary exposure (highest, bits)", exposure, self.max_canary_exposure, at_least=False,
+                                interval=None if exposure is None else (exposure, exposure)))
         return checks
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from ppmlm.audit.attacks import SAMPLE_ATTACKS, USER_ATTACKS, tpr_text, with_interval
+from ppmlm.audit.exposure import exposure_summary
+from ppmlm.audit.inversion import inversion_summary
 from ppmlm.audit.outputs import read_epochs, read_jsonl, scores_paths, write_atomically
 from ppmlm.audit.policy import SharingPolicy, outcome
 from ppmlm.audit.roc import roc_curve
@@ -123,6 +125,7 @@ def _summary_table(figures: dict) -> str:
             *((f"Independent identifiers, category {label}: predicted / audited", f"{share['leaked']} / {share['identifiers']}")
               for label, share in (independent.get("by_label") or {}).items()),
         ]
+    head += [*inversion_summary(figures.get("inversion")), *exposure_summary(figures.get("canaries"))]
     if figures.get("dp"):
         head.append(("Differential privacy", ", ".join(f"{k} {v}" for k, v in figures["dp"].items())))
     rows = "".join(f"<tr><td class=name>{_text(name)}</td><td>{_text(value)}</td></tr>" for name, value in head)

@@ -18,6 +18,7 @@ import torch
 
 from ppmlm.audit.attacks import all_attack_figures, user_rows_from_samples
 from ppmlm.audit.config import AuditConfig
+from ppmlm.audit.exposure import exposure_figures
 from ppmlm.audit.identifiers import (
     AuditorGraph,
     Identifiers,
@@ -27,8 +28,9 @@ from ppmlm.audit.identifiers import (
     independent_privacy,
     privacy_score,
 )
+from ppmlm.audit.inversion import inversion_figures
 from ppmlm.audit.metrics import load_metric
-from ppmlm.audit.outputs import Pseudonyms, reference_cache, write_atomically, write_epoch
+from ppmlm.audit.outputs import Pseudonyms, reference_cache, write_atomically, write_epoch, write_jsonl
 from ppmlm.audit.policy import SharingPolicy
 from ppmlm.audit.report import write_report
 from ppmlm.audit.sampling import build_samples, choose_users, lent_users, masking_plan
@@ -37,13 +39,14 @@ from ppmlm.audit.scoring import SampleResult, score_samples
 
 def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, config: AuditConfig = AuditConfig(),
               reference=None, epsilon: dict | None = None, weights: dict[str, str] | None = None,
-              policy: SharingPolicy | None = None) -> dict:
+              policy: SharingPolicy | None = None, canaries: list | None = None) -> dict:
     """Audit `model` (a loaded masked LM) for members (`split.members`) against audit non-members
     (`split.audit_non_members`) of `corpus`; `blacklist` holds the training identifiers, `reference` a
     loaded masked LM for the likelihood-ratio attack (None: that attack is skipped), `epsilon` the DP
     budget spent (e.g. {"rdp": ..., "prv": ..., "delta": ...}), `weights` the sha256 of the files `model`
     was loaded from (`weights_digests`; None: unknown, and `ppmlm push` will not share on this audit),
-    `policy` the sharing policy whose verdict opens the report (None: the defaults).
+    `policy` the sharing policy whose verdict opens the report (None: the defaults), `canaries` those planted
+    in the members' notes (ppmlm.corpus.canaries; None: no exposure measured).
     Writes epoch-N.json (signed), the scores files and report.html in `out_dir`; returns the figures of
     epoch-N.json."""
     started = time.perf_counter()
@@ -87,6 +90,10 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
     in_training_text = set().union(*(words for user, words in words_by_user.items() if roles[user]))
     training_identifiers = Identifiers.from_blacklist(blacklist, reader)
     independent = independent_identifiers(config.identifiers_from, corpus, set(split.members), blacklist, reader)
+    inversion, inversion_rows = None, []
+    if config.inversion.enabled:
+        inversion, inversion_rows = inversion_figures(model, tokenizer, corpus, members, non_members, blacklist, reader,
+                                                      graph.degree, k, config, pseudonym)
     figures = {
         "epoch": epoch,
         "model": getattr(model.config, "_name_or_path", None) or None,
@@ -99,11 +106,15 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
                                                    graph.training_occurrences, config.confidence) if independent else None,
         "attacks": all_attack_figures(sample_rows, user_rows, config),
         "identifier_attack_k": k,
+        "inversion": inversion,
+        "canaries": exposure_figures(model, tokenizer, canaries, config.batch_size),
         "dp": epsilon,
         "config": {**asdict(config), "fpr_levels": list(config.fpr_levels)},
         "measured": {"weights": weights, "blacklist": blacklist.digest(), "split": split.digest()},  # sha256, checked by push
         "seconds": round(time.perf_counter() - started, 2),
     }
+    if inversion is not None:
+        write_jsonl(out_dir / f"scores-epoch-{epoch}-inversion.jsonl", inversion_rows)
     figures = write_epoch(out_dir, figures, sample_rows, user_rows)
     write_report(out_dir, policy)
     print(summary_line(figures, out_dir), flush=True)

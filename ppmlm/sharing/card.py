@@ -12,6 +12,8 @@ from pathlib import Path
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from ppmlm.audit.attacks import SAMPLE_ATTACKS, USER_ATTACKS, tpr_text, with_interval
+from ppmlm.audit.exposure import exposure_summary
+from ppmlm.audit.inversion import inversion_summary
 from ppmlm.audit.policy import Check, outcome
 from ppmlm.masking.variants import get_variant
 from ppmlm.models import default_model_path
@@ -228,6 +230,8 @@ def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | 
           f"{privacy[kind]['identifiers']}) |" for kind in ("direct", "indirect") if privacy.get(kind)),
         f"| identifiers predicted outside the audited chunks | {privacy.get('leaked_elsewhere', 'n/a')} |",
         *_independent_rows(figures.get("privacy_independent")),
+        *(f"| {measure} | {value} |" for measure, value in [*inversion_summary(figures.get("inversion")),
+                                                            *exposure_summary(figures.get("canaries"))]),
         "",
         "Membership-inference attacks (members against non-members; 0.5 AUC is a blind guess):", "",
         "| attack | level | AUC | TPR at 0.1% FPR | TPR at 1% FPR | TPR at 10% FPR | advantage | members / non-members |",

@@ -4,11 +4,12 @@ Under several processes the main process builds and caches the blacklist first; 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import datasets
 
 from ppmlm.audit.sampling import lent_by_run
+from ppmlm.corpus.canaries import Canary, run_canaries
 from ppmlm.corpus.loading import load_run_corpus
 from ppmlm.corpus.split import UserSplit, split_users
 from ppmlm.features import build_features
@@ -25,6 +26,7 @@ class RunData:
     split: UserSplit
     blacklist: Blacklist  # built on the members: what training must not memorize
     features: datasets.Dataset  # the members' chunks, `protected` set for this variant
+    canaries: list[Canary] = field(default_factory=list)  # planted in `corpus` (audit.canaries); sensitive
 
 
 def members_blacklist(members: datasets.Dataset, cfg, casefold: bool, accelerator) -> Blacklist:
@@ -54,6 +56,10 @@ def prepare(cfg, tokenizer, variant: Variant, accelerator) -> RunData:
     split = split_users(corpus["user_id"], seed=cfg.seed, audit_fraction=cfg.data.audit_fraction,
                         population_fraction=cfg.data.population_fraction)
     check_enough_users(split, cfg)
+    canaries = []
+    if cfg.data.train_users == "members":  # canaries go into members' notes, before the blacklist is built on them
+        corpus, canaries = run_canaries(cfg.output_dir, corpus, split.members, (cfg.get("audit") or {}).get("canaries"),
+                                        record=accelerator.is_main_process)
     member_set = set(getattr(split, cfg.data.train_users))  # population: the audit's reference model
     if cfg.data.train_users == "population":  # less the users the audit lends to its non-member side
         member_set -= set(lent_by_run(cfg, split))
@@ -68,4 +74,4 @@ def prepare(cfg, tokenizer, variant: Variant, accelerator) -> RunData:
         members = members.remove_columns("text").add_column("text", texts)
     features = build_features(members, protected_view(blacklist, variant), tokenizer,
                               max_length=cfg.train.max_length, progress=accelerator.is_main_process)
-    return RunData(corpus, split, blacklist, features)
+    return RunData(corpus, split, blacklist, features, canaries)
