@@ -96,8 +96,9 @@ def test_policy_checks_intervals_against_thresholds_and_refuses_missing_figures(
     assert list(checks) == ["privacy score", "privacy score (direct)", "privacy score (indirect)",
                             "privacy score (independent identifiers)",
                             "loss TPR at 1% FPR (sample)", "loss TPR at 1% FPR (user)", "likelihood_ratio TPR at 1% FPR (sample)",
-                            "likelihood_ratio TPR at 1% FPR (user)", "identifier_count TPR at 1% FPR (user)",
-                            "identifier_share TPR at 1% FPR (user)"]
+                            "likelihood_ratio TPR at 1% FPR (user)", "rmia TPR at 1% FPR (sample)", "rmia TPR at 1% FPR (user)",
+                            "neighbourhood TPR at 1% FPR (sample)", "neighbourhood TPR at 1% FPR (user)",
+                            "identifier_count TPR at 1% FPR (user)", "identifier_share TPR at 1% FPR (user)"]
     assert {name: c.status for name, c in checks.items() if not c.passed} == {
         "privacy score (direct)": "FAIL", "loss TPR at 1% FPR (user)": "FAIL",
         "likelihood_ratio TPR at 1% FPR (sample)": "not measured", "likelihood_ratio TPR at 1% FPR (user)": "not measured",
@@ -112,12 +113,15 @@ def test_policy_checks_intervals_against_thresholds_and_refuses_missing_figures(
     assert outcome(list(checks.values())) == "failed"
     assert Check("x", 0.05, 0.1, at_least=False).status == "inconclusive"  # no interval: its uncertainty is unknown
 
-    relaxed = SharingPolicy().with_command_line("0.95", ["0.3", "likelihood_ratio=none", "identifier_count=1"])
+    assert checks["rmia TPR at 1% FPR (user)"].status == "not checked"  # the attacks added later: only when named
+    relaxed = SharingPolicy().with_command_line("0.95", ["0.3", "likelihood_ratio=none", "rmia=none", "neighbourhood=none",
+                                                         "identifier_count=1"])
     assert relaxed.min_privacy_score == 0.95 and relaxed.max_tpr_at_1pct_fpr["loss"] == 0.3
     statuses = {c.figure: c.status for c in relaxed.check(figures)}
     assert statuses["likelihood_ratio TPR at 1% FPR (user)"] == "not checked" and all(c.passed for c in relaxed.check(figures))
     assert statuses["identifier_count TPR at 1% FPR (user)"] == "pass"  # unknown, but any TPR meets <= 1
-    assert outcome(SharingPolicy().with_command_line("0.95", ["0.3", "likelihood_ratio=none"]).check(figures)) == "inconclusive"
+    assert outcome(SharingPolicy().with_command_line("0.95", ["0.3", "likelihood_ratio=none", "rmia=none",
+                                                              "neighbourhood=none"]).check(figures)) == "inconclusive"
     for bad in (lambda: SharingPolicy().with_command_line(None, ["membership=0.1"]),
                 lambda: SharingPolicy().with_command_line("1.5"), lambda: SharingPolicy().with_command_line(None, ["lots"]),
                 lambda: SharingPolicy.from_config({"max_tpr_at_1pct_fpr": {"gradient": 0.1}})):

@@ -19,6 +19,9 @@ from ppmlm.audit.attacks import USER_ATTACKS as ATTACKS
 from ppmlm.errors import PPMLMError
 
 FPR = "0.01"  # the false-positive rate whose true-positive rate is bounded
+# A threshold for each attack when the run's `share` block names none: the attacks added later (rmia,
+# neighbourhood) are not checked unless named, so that audits made before they existed are not failed for lacking them.
+DEFAULT_MAX_TPR = {**dict.fromkeys(ATTACKS, 0.1), "rmia": None, "neighbourhood": None}
 PRIVACY_SCORES = (("privacy score", ()), ("privacy score (direct)", ("direct",)), ("privacy score (indirect)", ("indirect",)))
 PASS, FAIL, NOT_MEASURED, NOT_CHECKED = "pass", "FAIL", "not measured", "not checked"
 INCONCLUSIVE, NOT_RESOLVED = "inconclusive", "not resolved"
@@ -104,7 +107,7 @@ class SharingPolicy:
     and maximum TPR at 1% FPR per attack, at sample and user level alike."""
 
     min_privacy_score: float | None = 0.99
-    max_tpr_at_1pct_fpr: dict = field(default_factory=lambda: dict.fromkeys(ATTACKS, 0.1))
+    max_tpr_at_1pct_fpr: dict = field(default_factory=lambda: dict(DEFAULT_MAX_TPR))
     min_independent_privacy_score: float | None = None  # against the audit's independent identifiers; None: not checked
 
     def __post_init__(self):
@@ -116,7 +119,7 @@ class SharingPolicy:
         object.__setattr__(self, "min_independent_privacy_score",
                            _threshold(self.min_independent_privacy_score, "min_independent_privacy_score"))
         object.__setattr__(self, "max_tpr_at_1pct_fpr", {
-            attack: _threshold(self.max_tpr_at_1pct_fpr.get(attack, 0.1), f"max_tpr_at_1pct_fpr.{attack}")
+            attack: _threshold(self.max_tpr_at_1pct_fpr.get(attack, DEFAULT_MAX_TPR[attack]), f"max_tpr_at_1pct_fpr.{attack}")
             for attack in ATTACKS})
 
     @classmethod
