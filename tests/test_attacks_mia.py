@@ -18,6 +18,7 @@ from ppmlm.corpus.loading import load_corpus
 from ppmlm.corpus.split import UserSplit
 from ppmlm.errors import PPMLMError
 from ppmlm.identifiers.blacklist import build_blacklist
+from ppmlm.sharing.card import _attack_rows
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 ANIMALS = ["walrus", "falcon", "dolphin", "pelican", "giraffe", "otter", "badger", "heron", "lynx", "moose", "panda", "zebra",
@@ -97,8 +98,10 @@ def audit(setup, model, out, **settings):
 @pytest.fixture(scope="module")
 def audits(setup, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("audits")
+    no_reference = run_audit(setup.memorizing, setup.tokenizer, setup.corpus, setup.split, setup.blacklist, tmp / "alone", 1,
+                             AuditConfig(max_chunks_per_user=1, **FAST))
     return SimpleNamespace(memorizing=audit(setup, setup.memorizing, tmp / "memorizing"), memorizing_dir=tmp / "memorizing",
-                           untrained=audit(setup, setup.untrained, tmp / "untrained"))
+                           untrained=audit(setup, setup.untrained, tmp / "untrained"), no_reference=no_reference)
 
 
 @pytest.mark.parametrize("attack", ["rmia", "neighbourhood"])
@@ -116,6 +119,15 @@ def test_an_untrained_model_is_at_chance_within_its_interval(audits, attack):
         result = audits.untrained["attacks"][attack][level]
         assert result["auc_ci"][0] <= 0.5 <= result["auc_ci"][1], (level, result)
         assert result["tpr_at_fpr_ci"]["0.1"][0] <= 0.1 <= result["tpr_at_fpr_ci"]["0.1"][1], (level, result)
+
+
+def test_without_a_reference_the_neighbourhood_attack_runs_by_default(audits):
+    """neighbours null: the reference-free attack takes the place of the reference pass the audit does not make."""
+    alone = audits.no_reference
+    assert alone["reference"] is None and alone["attacks"]["rmia"]["user"] is None
+    assert alone["audited"]["neighbourhood_samples"] == 24 and alone["audited"]["neighbours"] > 24
+    assert alone["attacks"]["neighbourhood"]["user"]["auc"] > 0.5
+    assert audits.memorizing["config"]["neighbours"] == 8
 
 
 def test_the_scores_recompute_from_the_scores_files(audits):
@@ -180,6 +192,9 @@ def test_the_policy_report_and_card_name_both_attacks(audits):
     assert SharingPolicy().with_command_line(max_tpr=["neighbourhood=0.3"]).max_tpr_at_1pct_fpr["neighbourhood"] == 0.3
     report = (audits.memorizing_dir / "report.html").read_text()
     assert "Reference-calibrated (RMIA" in report and "Neighbourhood (Mattern" in report
+    rows = "\n".join(_attack_rows(audits.memorizing))  # the card's attack table
+    assert "| reference-calibrated (RMIA) | sample | 0." in rows and "| neighbourhood | user | 0." in rows
+    assert "| reference-calibrated (RMIA) | user | not run" in "\n".join(_attack_rows(audits.no_reference))
 
 
 def test_bad_attack_settings_are_refused():

@@ -26,7 +26,8 @@ from ppmlm.models import weights_digests
 from ppmlm.sharing import PolicyError, SharingPolicy, UnverifiedAuditError, build_model_card, push_run
 
 TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
-LENIENT = SharingPolicy(min_privacy_score=0.0, max_tpr_at_1pct_fpr=dict.fromkeys(SharingPolicy().max_tpr_at_1pct_fpr, 1.0))
+LENIENT = SharingPolicy(min_privacy_score=0.0, max_tpr_at_1pct_fpr={  # every checked attack at 1.0; the unchecked stay so
+    attack: None if limit is None else 1.0 for attack, limit in SharingPolicy().max_tpr_at_1pct_fpr.items()})
 MODEL_FILES = {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}
 
 
@@ -113,15 +114,14 @@ def test_policy_checks_intervals_against_thresholds_and_refuses_missing_figures(
     assert outcome(list(checks.values())) == "failed"
     assert Check("x", 0.05, 0.1, at_least=False).status == "inconclusive"  # no interval: its uncertainty is unknown
 
-    assert checks["rmia TPR at 1% FPR (user)"].status == "not checked"  # the attacks added later: only when named
-    relaxed = SharingPolicy().with_command_line("0.95", ["0.3", "likelihood_ratio=none", "rmia=none", "neighbourhood=none",
-                                                         "identifier_count=1"])
+    assert checks["rmia TPR at 1% FPR (user)"].status == "not checked"  # the attacks added later: only when named,
+    assert SharingPolicy().with_command_line(None, ["0.3"]).max_tpr_at_1pct_fpr["rmia"] is None  # not by a bare --max-tpr
+    relaxed = SharingPolicy().with_command_line("0.95", ["0.3", "likelihood_ratio=none", "identifier_count=1"])
     assert relaxed.min_privacy_score == 0.95 and relaxed.max_tpr_at_1pct_fpr["loss"] == 0.3
     statuses = {c.figure: c.status for c in relaxed.check(figures)}
     assert statuses["likelihood_ratio TPR at 1% FPR (user)"] == "not checked" and all(c.passed for c in relaxed.check(figures))
     assert statuses["identifier_count TPR at 1% FPR (user)"] == "pass"  # unknown, but any TPR meets <= 1
-    assert outcome(SharingPolicy().with_command_line("0.95", ["0.3", "likelihood_ratio=none", "rmia=none",
-                                                              "neighbourhood=none"]).check(figures)) == "inconclusive"
+    assert outcome(SharingPolicy().with_command_line("0.95", ["0.3", "likelihood_ratio=none"]).check(figures)) == "inconclusive"
     for bad in (lambda: SharingPolicy().with_command_line(None, ["membership=0.1"]),
                 lambda: SharingPolicy().with_command_line("1.5"), lambda: SharingPolicy().with_command_line(None, ["lots"]),
                 lambda: SharingPolicy.from_config({"max_tpr_at_1pct_fpr": {"gradient": 0.1}})):

@@ -144,13 +144,14 @@ class SharingPolicy:
         return cls.from_config(OmegaConf.to_container(share) if share is not None else None)
 
     def with_command_line(self, min_privacy_score: str | None = None, max_tpr: list[str] | None = None) -> SharingPolicy:
-        """Overrides as typed: `--min-privacy-score 0.95|none`, `--max-tpr [ATTACK=]VALUE|none` (no ATTACK: all)."""
+        """Overrides as typed: `--min-privacy-score 0.95|none`, `--max-tpr [ATTACK=]VALUE|none` (no ATTACK: every
+        attack the policy checks; one it does not check, such as rmia by default, is checked only when named)."""
         thresholds = dict(self.max_tpr_at_1pct_fpr)
         for spec in max_tpr or ():
             attack, _, value = spec.rpartition("=")
             if attack and attack not in ATTACKS:
                 raise PPMLMError(f"--max-tpr {spec}: unknown attack {attack!r}; attacks are {', '.join(ATTACKS)}")
-            for name in [attack] if attack else ATTACKS:
+            for name in [attack] if attack else [name for name in ATTACKS if self.max_tpr_at_1pct_fpr[name] is not None]:
                 thresholds[name] = value
         minimum = self.min_privacy_score if min_privacy_score is None else min_privacy_score
         return replace(self, min_privacy_score=minimum, max_tpr_at_1pct_fpr=thresholds)
