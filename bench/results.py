@@ -151,13 +151,16 @@ def tpr(figures: dict, at: str = "0.01") -> str:
 
 def main_table(records: list[dict]) -> list[str]:
     rows = ["| recipe | utility | privacy | direct | indirect | identifier MIA AUC | TPR@0.1% | TPR@1% | TPR@10% "
-            "| loss AUC s / u | loss TPR@1% s / u | LR AUC s / u | LR TPR@1% s / u | ε (RDP / PRV) | train s | run min |",
-            "|---|" + "---:|" * 15]
+            "| loss AUC s / u | loss TPR@1% s / u | LR AUC s / u | LR TPR@1% s / u | RMIA AUC s / u | RMIA TPR@1% s / u "
+            "| NB AUC s / u | NB TPR@1% s / u | ε (RDP / PRV) | train s | run min |",
+            "|---|" + "---:|" * 19]
     for record in records:
         last = record["epochs"][-1]
         privacy, ident = last["privacy"], attack(last, "identifier_count")
         loss_s, loss_u = attack(last, "loss", "sample"), attack(last, "loss")
         lr_s, lr_u = attack(last, "likelihood_ratio", "sample"), attack(last, "likelihood_ratio")
+        rmia_s, rmia_u = attack(last, "rmia", "sample"), attack(last, "rmia")
+        nb_s, nb_u = attack(last, "neighbourhood", "sample"), attack(last, "neighbourhood")
         eps = last.get("epsilon")
         rows.append(
             f"| {record['run']} | {number(last['utility']['masked_word_accuracy'])} | {number(privacy['score'], 4)} "
@@ -165,6 +168,8 @@ def main_table(records: list[dict]) -> list[str]:
             f"| {number(ident.get('auc'), 2)} | {tpr(ident, '0.001')} | {tpr(ident)} | {tpr(ident, '0.1')} "
             f"| {number(loss_s.get('auc'), 2)} / {number(loss_u.get('auc'), 2)} | {tpr(loss_s)} / {tpr(loss_u)} "
             f"| {number(lr_s.get('auc'), 2)} / {number(lr_u.get('auc'), 2)} | {tpr(lr_s)} / {tpr(lr_u)} "
+            f"| {number(rmia_s.get('auc'), 2)} / {number(rmia_u.get('auc'), 2)} | {tpr(rmia_s)} / {tpr(rmia_u)} "
+            f"| {number(nb_s.get('auc'), 2)} / {number(nb_u.get('auc'), 2)} | {tpr(nb_s)} / {tpr(nb_u)} "
             f"| {(number(eps.get('rdp'), 2) + ' / ' + number(eps.get('prv'), 2)) if eps else '-'} "
             f"| {sum(e['train_seconds'] or 0 for e in record['epochs']):.0f} | {record['wall_seconds'] / 60:.1f} |")
     return rows
@@ -370,7 +375,8 @@ def write_report(args, runs: list[Run]) -> None:
             "",
             f"Last epoch ({args.epochs}). Utility: masked whole-word accuracy on non-members. Privacy: share of the members' "
             "identifiers never predicted (direct and indirect apart). Identifier MIA at user level; loss and "
-            "likelihood-ratio (LR) MIA at sample (s) and user (u) level. Train s: seconds of training steps, all epochs.",
+            "likelihood-ratio (LR), reference-calibrated (RMIA) and neighbourhood (NB) MIA at sample (s) and user (u) "
+            "level. Train s: seconds of training steps, all epochs.",
             "",
             *main_table(records),
             "",

@@ -56,7 +56,8 @@ def _audit(args) -> None:
     settings = {key: value or None for key, value in limits.items() if value is not None}  # 0: no limit
     others = {"maskings": args.maskings, "max_length": args.max_length, "batch_size": args.batch_size, "seed": args.seed,
               "identifiers_from": args.identifiers_from, "bootstrap_resamples": args.bootstrap_resamples,
-              "lend_population": args.lend_population}
+              "lend_population": args.lend_population, "rmia_population_chunks": args.rmia_population,
+              "rmia_offline_a": args.rmia_a, "rmia_gamma": args.rmia_gamma, "neighbours": args.neighbours}
     settings.update({key: value for key, value in others.items() if value is not None})
     if args.mask_each_word:
         settings["mask_each_word"] = True
@@ -178,6 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="independent identifiers to check leaks against: a corpus column of gold spans (e.g. phi) or "
                             "another blacklist directory (default: the run's audit.identifiers_from, else phi when present)")
     audit.add_argument("--bootstrap-resamples", type=positive_int, help="bootstrap resamples of the users for the intervals")
+    audit.add_argument("--rmia-population", type=int, metavar="N",
+                       help="population chunks of the reference-calibrated attack (RMIA), at most (0: the attack is off)")
+    audit.add_argument("--rmia-a", type=float, help="RMIA's offline correction a in [0, 1] (default: the run's, else 1)")
+    audit.add_argument("--rmia-gamma", type=float, help="RMIA's threshold gamma on the ratio of ratios (default: the run's)")
+    audit.add_argument("--neighbours", type=int, metavar="N", help="neighbours per chunk of the neighbourhood attack (0: off)")
     audit.add_argument("--text-column")
     audit.add_argument("--user-column")
     audit.add_argument("--doc-id-column")

@@ -26,7 +26,8 @@ from ppmlm.models import weights_digests
 from ppmlm.sharing import PolicyError, SharingPolicy, UnverifiedAuditError, build_model_card, push_run
 
 TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
-LENIENT = SharingPolicy(min_privacy_score=0.0, max_tpr_at_1pct_fpr=dict.fromkeys(SharingPolicy().max_tpr_at_1pct_fpr, 1.0))
+LENIENT = SharingPolicy(min_privacy_score=0.0, max_tpr_at_1pct_fpr={  # every checked attack at 1.0; the unchecked stay so
+    attack: None if limit is None else 1.0 for attack, limit in SharingPolicy().max_tpr_at_1pct_fpr.items()})
 MODEL_FILES = {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}
 
 
@@ -96,8 +97,9 @@ def test_policy_checks_intervals_against_thresholds_and_refuses_missing_figures(
     assert list(checks) == ["privacy score", "privacy score (direct)", "privacy score (indirect)",
                             "privacy score (independent identifiers)",
                             "loss TPR at 1% FPR (sample)", "loss TPR at 1% FPR (user)", "likelihood_ratio TPR at 1% FPR (sample)",
-                            "likelihood_ratio TPR at 1% FPR (user)", "identifier_count TPR at 1% FPR (user)",
-                            "identifier_share TPR at 1% FPR (user)"]
+                            "likelihood_ratio TPR at 1% FPR (user)", "rmia TPR at 1% FPR (sample)", "rmia TPR at 1% FPR (user)",
+                            "neighbourhood TPR at 1% FPR (sample)", "neighbourhood TPR at 1% FPR (user)",
+                            "identifier_count TPR at 1% FPR (user)", "identifier_share TPR at 1% FPR (user)"]
     assert {name: c.status for name, c in checks.items() if not c.passed} == {
         "privacy score (direct)": "FAIL", "loss TPR at 1% FPR (user)": "FAIL",
         "likelihood_ratio TPR at 1% FPR (sample)": "not measured", "likelihood_ratio TPR at 1% FPR (user)": "not measured",
@@ -112,6 +114,8 @@ def test_policy_checks_intervals_against_thresholds_and_refuses_missing_figures(
     assert outcome(list(checks.values())) == "failed"
     assert Check("x", 0.05, 0.1, at_least=False).status == "inconclusive"  # no interval: its uncertainty is unknown
 
+    assert checks["rmia TPR at 1% FPR (user)"].status == "not checked"  # the attacks added later: only when named,
+    assert SharingPolicy().with_command_line(None, ["0.3"]).max_tpr_at_1pct_fpr["rmia"] is None  # not by a bare --max-tpr
     relaxed = SharingPolicy().with_command_line("0.95", ["0.3", "likelihood_ratio=none", "identifier_count=1"])
     assert relaxed.min_privacy_score == 0.95 and relaxed.max_tpr_at_1pct_fpr["loss"] == 0.3
     statuses = {c.figure: c.status for c in relaxed.check(figures)}

@@ -1,5 +1,6 @@
-"""The privacy audit: utility, privacy score, identifier-count, loss and likelihood-ratio membership
-attacks, after every training epoch and on any checkpoint (`ppmlm audit`). See docs/audit.md."""
+"""The privacy audit: utility, privacy score, identifier-count, loss, likelihood-ratio, reference-calibrated
+(RMIA) and neighbourhood membership attacks, after every training epoch and on any checkpoint (`ppmlm audit`).
+See docs/audit.md."""
 from ppmlm.audit.checkpoint import audit_checkpoint, audit_training_epoch
 from ppmlm.audit.config import AuditConfig
 from ppmlm.audit.reference import reference_checkpoint, resolve_reference

@@ -6,20 +6,24 @@ Scores follow one convention: higher means "more likely a member".
 - identifier_count (Boutet et al., 5.4): how many of a user's indirect identifiers the model predicts.
 - identifier_share: the same count over the user's number of indirect identifiers, so that users with
   more text do not look more like members.
-A user's loss and likelihood-ratio scores are the means over their samples (Jagannatha et al.'s groups).
+- rmia (Zarifzadeh et al., ppmlm.audit.rmia): the share of population chunks whose likelihood ratio against
+  the reference model the sample's dominates.
+- neighbourhood (Mattern et al., ppmlm.audit.neighbourhood): the mean loss of neighbours made by swapping a
+  word for the model's own guess, minus the sample's loss.
+A user's sample-level scores are the means over their samples that have one (Jagannatha et al.'s groups).
 """
 from __future__ import annotations
 
 from ppmlm.audit.roc import roc_figures
 
-SAMPLE_ATTACKS = ("loss", "likelihood_ratio")
-USER_ATTACKS = ("loss", "likelihood_ratio", "identifier_count", "identifier_share")
+SAMPLE_ATTACKS = ("loss", "likelihood_ratio", "rmia", "neighbourhood")
+USER_ATTACKS = ("loss", "likelihood_ratio", "rmia", "neighbourhood", "identifier_count", "identifier_share")
 
 
 def attack_figures(rows: list[dict], attack: str, config) -> dict | None:
     """AUC, TPR at each FPR level and best advantage of `<attack>_score` over rows with a `member` label, with
     bootstrap intervals over the rows' users (`config`: an AuditConfig); None when the attack has no score
-    (no reference model) or a class is missing."""
+    (no reference model, no population chunk, no neighbour) or a class is missing."""
     scored = [row for row in rows if row.get(f"{attack}_score") is not None]
     labels = [int(row["member"]) for row in scored]
     if sum(labels) in (0, len(labels)):

@@ -7,6 +7,7 @@ from ppmlm.audit.inversion import InversionSettings
 from ppmlm.errors import ConfigError
 
 TOKENS_PER_USER = 320  # two 128-token chunks, a third when it is short: bench/audit.py, docs/audit.md
+AUTO_NEIGHBOURS = 4  # neighbours per chunk when `neighbours` is None and the audit has no reference model
 
 
 def check_lend(lend) -> None:
@@ -39,6 +40,15 @@ class AuditConfig:
     the strongest probe, and Goyal et al.'s normalized energy (A.3.2), at about 1 / mlm_probability times
     the cost.
 
+    The reference-calibrated attack (`ppmlm.audit.rmia`) compares each sample with at most
+    `rmia_population_chunks` population chunks (0: the attack is off), each scored under
+    `rmia_population_maskings` maskings, with the offline correction `rmia_offline_a` and the threshold
+    `rmia_gamma`. The neighbourhood attack (`ppmlm.audit.neighbourhood`) makes `neighbours` neighbours of
+    each of the first `neighbour_chunks_per_user` audited chunks of every user (None: all of them; 0: the
+    attack is off; `neighbours` None: AUTO_NEIGHBOURS when the audit has no reference model, whose pass it
+    then takes the place of, else 0), each with `neighbour_words` words replaced, and scores them under the
+    first `neighbour_maskings` of the chunk's maskings.
+
     The default budget keeps the audits of a default run under a quarter of its training on the embedded
     default corpus (bench/audit.py); raise it for a final audit (None: every chunk).
     """
@@ -59,6 +69,15 @@ class AuditConfig:
     # directory, "auto" (column phi when the corpus has it) or None
     bootstrap_resamples: int = 1000  # of the users, for the attacks' intervals (seeded by `seed`)
     confidence: float = 0.95  # of every interval: bootstrap (attacks) and Clopper-Pearson (privacy score)
+    rmia_population_chunks: int = 16  # population chunks z each sample is compared with; 0: no RMIA
+    rmia_population_maskings: int = 2  # maskings each population chunk is scored under
+    rmia_offline_a: float = 1.0  # Pr(x) = (1 + a) / 2 * Pr(x | reference) + (1 - a) / 2, one reference model
+    rmia_gamma: float = 1.0  # a sample dominates z when its ratio is at least gamma times z's
+    neighbours: int | None = None  # per chunk, for the neighbourhood attack; 0: not run; None: AUTO_NEIGHBOURS without
+    # a reference model, else 0 (docs/audit.md, Cost)
+    neighbour_words: int = 1  # words replaced in each neighbour
+    neighbour_maskings: int = 2  # of the chunk's maskings, the first this many score the chunk and its neighbours
+    neighbour_chunks_per_user: int | None = 1  # audited chunks per user that get neighbours; None: all
     progress: bool = True
     inversion: InversionSettings = field(default_factory=InversionSettings)  # name -> attribute attack (inversion.py)
 
@@ -74,10 +93,28 @@ class AuditConfig:
             raise ValueError(f"mlm_probability must be in (0, 1], got {self.mlm_probability}")
         if self.bootstrap_resamples < 0 or not 0 < self.confidence < 1:
             raise ValueError("bootstrap_resamples must be at least 0 (0: no intervals) and confidence in (0, 1)")
+        if self.rmia_population_chunks < 0 or not 0 <= self.rmia_offline_a <= 1 or self.rmia_gamma <= 0:
+            raise ValueError(f"rmia_population_chunks must be at least 0 (0: no RMIA), rmia_offline_a in [0, 1] and "
+                             f"rmia_gamma above 0, got {self.rmia_population_chunks}, {self.rmia_offline_a}, {self.rmia_gamma}")
+        if self.rmia_population_maskings < 1:
+            raise ValueError(f"rmia_population_maskings must be at least 1, got {self.rmia_population_maskings}")
+        if (self.neighbours or 0) < 0 or self.neighbour_words < 1 or not 1 <= self.neighbour_maskings <= self.maskings:
+            raise ValueError(f"neighbours must be at least 0 (0: no neighbourhood attack), neighbour_words at least 1 and "
+                             f"neighbour_maskings in [1, maskings={self.maskings}], got {self.neighbours}, "
+                             f"{self.neighbour_words}, {self.neighbour_maskings}")
+        if self.neighbour_chunks_per_user is not None and self.neighbour_chunks_per_user < 1:
+            raise ValueError(f"neighbour_chunks_per_user must be at least 1 (or None for all), "
+                             f"got {self.neighbour_chunks_per_user}")
         if self.batch_size < 1 or self.max_length < 4:
             raise ValueError("batch_size must be at least 1 and max_length at least 4")
         object.__setattr__(self, "fpr_levels", tuple(float(level) for level in self.fpr_levels))
         object.__setattr__(self, "inversion", InversionSettings.parse(self.inversion))
+
+    def neighbours_with(self, reference) -> int:
+        """Neighbours per chunk for an audit with or without a reference model (`reference` None)."""
+        if self.neighbours is not None:
+            return self.neighbours
+        return AUTO_NEIGHBOURS if reference is None else 0
 
     @classmethod
     def from_run_config(cls, cfg, **overrides) -> "AuditConfig":

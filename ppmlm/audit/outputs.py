@@ -5,6 +5,9 @@
                                        HMAC-SHA256 signature of it all keyed by the directory's secret
     scores-epoch-N-samples.jsonl       one line per audited chunk: pseudonymous ids, member label, scores
     scores-epoch-N-users.jsonl         one line per audited user: member label, scores
+    scores-epoch-N-population.jsonl    one line per population chunk of the reference-calibrated attack
+                                       (pseudonymous ids, losses, log ratio): with the samples file, it
+                                       recomputes every rmia_score
     report.html                        the self-contained report over every epoch present
     .salt                              the directory's secret, the key of the pseudonyms and of the
                                        signatures (keep private: with it, known user ids can be matched
@@ -69,11 +72,19 @@ def scores_paths(out_dir: Path, epoch: int) -> tuple[Path, Path]:
     return out_dir / f"scores-epoch-{epoch}-samples.jsonl", out_dir / f"scores-epoch-{epoch}-users.jsonl"
 
 
-def write_epoch(out_dir: Path, figures: dict, sample_rows: list[dict], user_rows: list[dict]) -> dict:
-    """Writes the scores files and epoch-N.json, signed; returns the figures as written."""
+def population_scores_path(out_dir: Path, epoch: int) -> Path:
+    return out_dir / f"scores-epoch-{epoch}-population.jsonl"
+
+
+def write_epoch(out_dir: Path, figures: dict, sample_rows: list[dict], user_rows: list[dict],
+                population_rows: list[dict] = ()) -> dict:
+    """Writes the scores files (the population file when there are population rows) and epoch-N.json, signed;
+    returns the figures as written."""
     samples_path, users_path = scores_paths(out_dir, figures["epoch"])
     write_jsonl(samples_path, sample_rows)
     write_jsonl(users_path, user_rows)
+    if population_rows:
+        write_jsonl(population_scores_path(out_dir, figures["epoch"]), list(population_rows))
     signed = {**figures, SIGNATURE: signature(figures, audit_secret(out_dir))}
     write_atomically(out_dir / f"epoch-{figures['epoch']}.json", json.dumps(signed, indent=1, allow_nan=False) + "\n")
     return signed

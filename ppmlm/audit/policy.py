@@ -19,6 +19,9 @@ from ppmlm.audit.attacks import USER_ATTACKS as ATTACKS
 from ppmlm.errors import PPMLMError
 
 FPR = "0.01"  # the false-positive rate whose true-positive rate is bounded
+# A threshold for each attack when the run's `share` block names none: the attacks added later (rmia,
+# neighbourhood) are not checked unless named, so that audits made before they existed are not failed for lacking them.
+DEFAULT_MAX_TPR = {**dict.fromkeys(ATTACKS, 0.1), "rmia": None, "neighbourhood": None}
 PRIVACY_SCORES = (("privacy score", ()), ("privacy score (direct)", ("direct",)), ("privacy score (indirect)", ("indirect",)))
 PASS, FAIL, NOT_MEASURED, NOT_CHECKED = "pass", "FAIL", "not measured", "not checked"
 INCONCLUSIVE, NOT_RESOLVED = "inconclusive", "not resolved"
@@ -104,7 +107,7 @@ class SharingPolicy:
     and maximum TPR at 1% FPR per attack, at sample and user level alike."""
 
     min_privacy_score: float | None = 0.99
-    max_tpr_at_1pct_fpr: dict = field(default_factory=lambda: dict.fromkeys(ATTACKS, 0.1))
+    max_tpr_at_1pct_fpr: dict = field(default_factory=lambda: dict(DEFAULT_MAX_TPR))
     min_independent_privacy_score: float | None = None  # against the audit's independent identifiers; None: not checked
     max_inversion_top100_accuracy: float | None = None  # members' top-100 accuracy of the name -> attribute inversion
     max_canary_exposure: float | None = None  # bits: the highest exposure of a canary planted by audit.canaries
@@ -123,7 +126,7 @@ class SharingPolicy:
         if exposure is not None and (isinstance(exposure, bool) or not isinstance(exposure, (int, float)) or exposure < 0):
             raise PPMLMError(f"sharing policy: max_canary_exposure={exposure!r} must be a number of bits of at least 0, or none")
         object.__setattr__(self, "max_tpr_at_1pct_fpr", {
-            attack: _threshold(self.max_tpr_at_1pct_fpr.get(attack, 0.1), f"max_tpr_at_1pct_fpr.{attack}")
+            attack: _threshold(self.max_tpr_at_1pct_fpr.get(attack, DEFAULT_MAX_TPR[attack]), f"max_tpr_at_1pct_fpr.{attack}")
             for attack in ATTACKS})
 
     @classmethod
@@ -150,13 +153,14 @@ class SharingPolicy:
         return cls.from_config(OmegaConf.to_container(share) if share is not None else None)
 
     def with_command_line(self, min_privacy_score: str | None = None, max_tpr: list[str] | None = None) -> SharingPolicy:
-        """Overrides as typed: `--min-privacy-score 0.95|none`, `--max-tpr [ATTACK=]VALUE|none` (no ATTACK: all)."""
+        """Overrides as typed: `--min-privacy-score 0.95|none`, `--max-tpr [ATTACK=]VALUE|none` (no ATTACK: every
+        attack the policy checks; one it does not check, such as rmia by default, is checked only when named)."""
         thresholds = dict(self.max_tpr_at_1pct_fpr)
         for spec in max_tpr or ():
             attack, _, value = spec.rpartition("=")
             if attack and attack not in ATTACKS:
                 raise PPMLMError(f"--max-tpr {spec}: unknown attack {attack!r}; attacks are {', '.join(ATTACKS)}")
-            for name in [attack] if attack else ATTACKS:
+            for name in [attack] if attack else [name for name in ATTACKS if self.max_tpr_at_1pct_fpr[name] is not None]:
                 thresholds[name] = value
         minimum = self.min_privacy_score if min_privacy_score is None else min_privacy_score
         return replace(self, min_privacy_score=minimum, max_tpr_at_1pct_fpr=thresholds)

@@ -22,6 +22,8 @@ from ppmlm.audit.roc import roc_curve
 ATTACK_NAMES = {
     "loss": "Loss (Yeom; Jagannatha)",
     "likelihood_ratio": "Likelihood ratio (Mireshghallah)",
+    "rmia": "Reference-calibrated (RMIA, Zarifzadeh)",
+    "neighbourhood": "Neighbourhood (Mattern)",
     "identifier_count": "Identifier count (Boutet)",
     "identifier_share": "Identifier share",
 }
@@ -49,7 +51,7 @@ def write_report(out_dir, policy: SharingPolicy | None = None) -> Path:
     sections = [
         "<h1>Privacy audit</h1>" + _verdict_section(latest, policy or SharingPolicy()),
         f"<p>Latest audited epoch: {latest['epoch']}. Model: <code>{_text(latest.get('model') or 'given in memory')}</code>. "
-        f"Reference model of the likelihood-ratio attack: <code>{_text(latest.get('reference') or 'none')}</code>.</p>"
+        f"Reference model of the likelihood-ratio and RMIA attacks: <code>{_text(latest.get('reference') or 'none')}</code>.</p>"
         "<p class=note>This report counts identifiers; it never shows one. Scores files beside it hold "
         "pseudonymous ids and membership labels: they are sensitive too.</p>",
         "<h2>Summary</h2>" + _summary_table(latest),
@@ -134,9 +136,9 @@ def _summary_table(figures: dict) -> str:
     attack_rows = []
     for attack in USER_ATTACKS:
         for level in ("sample", "user"):
-            if level not in figures["attacks"][attack]:
+            if level not in figures["attacks"].get(attack, {"sample": None, "user": None}):
                 continue
-            result = figures["attacks"][attack][level]
+            result = figures["attacks"].get(attack, {}).get(level)
             if result is None:
                 cells = f"<td colspan={len(levels) + 3}>not run</td>"
             else:
@@ -207,7 +209,7 @@ def _epochs_figure(epochs: list[dict]):
     utility.plot(x, [np.nan if a is None else a for a in accuracy], "s-", color="tab:orange")
     utility.set(ylim=(0, 1.02), title="utility (non-member masked word accuracy)")
     for attack in USER_ATTACKS:
-        attacks.plot(x, [(e["attacks"][attack]["user"] or {}).get("auc", np.nan) for e in epochs], "o-",
+        attacks.plot(x, [((e["attacks"].get(attack) or {}).get("user") or {}).get("auc", np.nan) for e in epochs], "o-",
                      label=ATTACK_NAMES[attack])
     attacks.axhline(0.5, color="k", linestyle="--", linewidth=0.8)
     attacks.set(ylim=(0, 1.02), title="user-level attack AUC")

