@@ -9,6 +9,10 @@ timed), as `ppmlm.training.loop` does per step:
 - DP hooks: `PrivateTrainer.physical_step`: per-sample gradients by Opacus hooks through
   `PerSampleMaskedLMLoss`, clipping of each chunk to C, Gaussian noise, AdamW, schedule step. Each batch is
   one logical batch (the loop's Poisson batches vary in size; here every side sees the same ones);
+- DP user: user-level DP-SGD (`train.dp.unit=user`) through `PrivateTrainer.user_step` on the same batches,
+  each read as `--users-per-step` users of equally many chunks: the same chunks and tokens per step as DP hooks,
+  plus the per-user sums of the per-chunk gradients before clipping (which user a chunk came from does not
+  change the work);
 - the same two with the word embeddings (tied to the output projection) frozen, and DP ghost clipping,
   which needs them frozen or untied: it computes per-sample gradient norms without materializing the
   per-sample gradients, then a second backward pass.
@@ -20,9 +24,12 @@ set of a fresh process that builds that side alone (in one process, memory freed
 the next). The default sequence length is the product's (512): the per-sample work of DP-SGD grows with the
 number of parameters, not with the tokens, so shorter sequences make the ratio worse (`--max-length 128`).
 
-    python bench/dp.py [--tiny] [--batch-size 8] [--max-length 512] [--steps 3] [--repeats 3] [--no-frozen]
+    python bench/dp.py [--tiny] [--batch-size 8] [--users-per-step 4] [--max-length 512] [--steps 3] [--repeats 3]
+                       [--no-frozen]
 
-The last line is `dp_slowdown_hooks: X` (non-private steps/s / DP hooks steps/s, full model).
+The last lines are `dp_slowdown_hooks: X` (non-private steps/s / DP hooks steps/s, full model) and
+`dp_user_slowdown: X` (DP hooks steps/s / DP user steps/s: user-level against chunk-level DP at the same
+chunks, so the same expected tokens, per step).
 """
 from __future__ import annotations
 
@@ -102,6 +109,22 @@ def dp_step(accelerator, model, total_steps: int, args, features, collator, mode
     return step
 
 
+def dp_user_step(accelerator, model, total_steps: int, args, features, collator):
+    """User-level DP on the same batches: each batch's chunks read as `--users-per-step` users of equal size."""
+    cfg = compose_config(["recipe=dp", "train.dp.unit=user", f"train.batch_size={args.users_per_step}",
+                          "train.dp.noise_multiplier=1.0", f"train.dp.physical_batch_size={args.batch_size}"])
+    trainer = PrivateTrainer(cfg, model, features, collator, accelerator)
+    scheduler = get_linear_schedule_with_warmup(trainer.optimizer, 0, total_steps)
+    trainer.objective.train()
+    slots = [row * args.users_per_step // args.batch_size for row in range(args.batch_size)]
+
+    def step(batch):
+        trainer.user_step([(batch, slots[: len(batch["input_ids"])])])
+        scheduler.step()
+
+    return step
+
+
 def steps_per_second(step, batches: list[dict]) -> float:
     start = time.perf_counter()
     for batch in batches:
@@ -142,6 +165,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tiny", action="store_true", help="a 2-layer, 64-wide BERT instead of all-MiniLM-L6-v2")
     parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--users-per-step", type=int, default=4, help="users the DP user side reads each batch as")
     parser.add_argument("--max-length", type=int, default=512)
     parser.add_argument("--steps", type=int, default=3, help="timed steps per block")
     parser.add_argument("--repeats", type=int, default=3)
@@ -167,6 +191,7 @@ def main() -> None:
     sides = {  # each side on its own copy of the same initial model, built when asked for
         "non-private": lambda: plain_step(accelerator, copy.deepcopy(model), total, args),
         "DP hooks": lambda: dp_step(accelerator, copy.deepcopy(model), total, args, features, collator, "hooks", False),
+        "DP user": lambda: dp_user_step(accelerator, copy.deepcopy(model), total, args, features, collator),
     }
     if not args.no_frozen:
         sides["non-private, frozen embeddings"] = lambda: plain_step(accelerator, freeze_embeddings(copy.deepcopy(model)),
@@ -209,6 +234,8 @@ def main() -> None:
         print(f"frozen embeddings: non-private / DP hooks {base / medians['DP hooks, frozen embeddings']:.2f}x, "
               f"non-private / DP ghost {base / medians['DP ghost, frozen embeddings']:.2f}x (steps/s)")
     print(f"dp_slowdown_hooks: {medians['non-private'] / medians['DP hooks']:.3f}")
+    print(f"peak memory: DP hooks {memory['DP hooks']:.0f} MiB, DP user {memory['DP user']:.0f} MiB")
+    print(f"dp_user_slowdown: {medians['DP hooks'] / medians['DP user']:.3f}")
 
 
 if __name__ == "__main__":

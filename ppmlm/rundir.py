@@ -218,12 +218,14 @@ class RunDirectory:
 
 def checkpoint_epsilon(checkpoint) -> dict | None:
     """The DP budget spent up to a checkpoint, from the privacy.json a DP run writes beside the weights:
-    {accountant: epsilon, ..., "delta": delta}; None for a non-private run."""
+    {accountant: epsilon, ..., "delta": delta, "unit": "chunk" or "user" (what epsilon protects)}; None for a
+    non-private run."""
     path = Path(checkpoint) / "privacy.json"
     if not path.exists():
         return None
     spent = json.loads(path.read_text())
-    return {**spent.get("epsilon", {}), "delta": spent.get("privacy", {}).get("delta")}
+    settings = spent.get("privacy", {})
+    return {**spent.get("epsilon", {}), "delta": settings.get("delta"), "unit": settings.get("unit", "chunk")}
 
 
 def _shown(value):

@@ -394,7 +394,7 @@ def test_training_epoch_audit_follows_the_run_configuration(audited_run):
     assert json.loads((output / "audit" / "epoch-1.json").read_text()) == figures
     assert figures["audited"]["member_users"] == 3 and figures["audited"]["maskings_per_sample"] == 4
     assert figures["config"]["max_length"] == 64 and figures["config"]["seed"] == 7
-    assert figures["dp"] == {"rdp": 3.5, "delta": 1e-5} and figures["reference"] is None
+    assert figures["dp"] == {"rdp": 3.5, "delta": 1e-5, "unit": "chunk"} and figures["reference"] is None  # unit: default
     assert "rdp 3.5" in (output / "audit" / "report.html").read_text()
 
 

@@ -129,7 +129,10 @@ def _summary_table(figures: dict) -> str:
         ]
     head += [*inversion_summary(figures.get("inversion")), *exposure_summary(figures.get("canaries"))]
     if figures.get("dp"):
-        head.append(("Differential privacy", ", ".join(f"{k} {v}" for k, v in figures["dp"].items())))
+        dp = dict(figures["dp"])
+        unit, delta = dp.pop("unit", "chunk"), dp.pop("delta", None)
+        head.append((f"Differential privacy (unit: {unit})", ", ".join(f"ε {k} {v:.4g}" for k, v in dp.items())
+                     + f" at δ {delta}, per training {unit}"))
     rows = "".join(f"<tr><td class=name>{_text(name)}</td><td>{_text(value)}</td></tr>" for name, value in head)
     levels = list(figures["config"]["fpr_levels"])
     header = "".join(f"<th>TPR at FPR {level:.1%}</th>" for level in levels)

@@ -60,18 +60,20 @@ def _recipe(config: dict) -> tuple[str, str]:
     else:
         protects = "the masking protects no identifier: every word can be a masking target (a baseline)"
     if dp["enabled"]:
-        protects += "; trained with DP-SGD (per-chunk gradient clipping and Gaussian noise)"
+        protects += f"; trained with DP-SGD (per-{dp.get('unit', 'chunk')} gradient clipping and Gaussian noise)"
     return variant.name + (" + DP-SGD" if dp["enabled"] else ""), protects
 
 
 def _dp_lines(shared: RunCheckpoint) -> list[str]:
-    spent = (shared.privacy or {}).get("epsilon") or {k: v for k, v in (shared.figures.get("dp") or {}).items() if k != "delta"}
+    audited = shared.figures.get("dp") or {}
+    spent = (shared.privacy or {}).get("epsilon") or {k: v for k, v in audited.items() if k not in ("delta", "unit")}
     settings = (shared.privacy or {}).get("privacy") or {}
-    delta = settings.get("delta", (shared.figures.get("dp") or {}).get("delta"))
+    delta = settings.get("delta", audited.get("delta"))
+    unit = settings.get("unit", audited.get("unit", "chunk"))
     if not spent:
         return ["| differential privacy | none |"]
     epsilon = ", ".join(f"{value:.3g} ({name.upper()})" for name, value in spent.items())
-    lines = [f"| differential privacy | ε = {epsilon} at δ = {delta:g}, spent up to this epoch, per training chunk |"]
+    lines = [f"| differential privacy | ε = {epsilon} at δ = {delta:g}, spent up to this epoch, per training {unit} |"]
     if settings:
         lines.append(f"| DP-SGD settings | noise multiplier σ = {settings['noise_multiplier']:.3g}, clipping norm "
                      f"C = {settings['max_grad_norm']:g}, sampling rate q = {settings['sample_rate']:.3g}, "
@@ -79,7 +81,11 @@ def _dp_lines(shared: RunCheckpoint) -> list[str]:
         users, group = settings.get("chunks_per_user") or {}, settings.get("group") or {}
         bounds = [f"ε = {g['epsilon']:.3g}, " + ("δ ≥ 1 (vacuous)" if g["vacuous"] else f"δ = {g['delta']:.3g}")
                   + f" ({name.upper()})" for name, g in group.items() if isinstance(g, dict)]
-        if users:
+        if unit == "user":
+            lines.append(f"| per user | the unit of privacy is a user (patient): ε bounds what the model reveals about whether "
+                         f"a user took part, all their chunks together ({users.get('max_chunks_per_step') or 'all'} of "
+                         f"a sampled user's chunks per step, up to {users.get('max')} per user) |")
+        elif users:
             lines.append(f"| per user | the unit of privacy is a chunk; a training user has at most {users['max']} chunks "
                          f"(mean {users['mean']:.1f}); group-privacy bound for that user: {'; '.join(bounds) or 'n/a'} |")
     return lines
@@ -270,7 +276,8 @@ def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | 
         f"and that {blacklist['k']} or more users share, white-box attacks on the weights, and linkage with other "
         "models or data.",
         "- Protection is only as good as the blacklist: direct identifiers depend on the recall of the NER backend.",
-        *(["- Differential privacy is per chunk, not per person; see the group-privacy bound above."] if dp else []),
+        *(["- Differential privacy is per chunk, not per person; see the group-privacy bound above."]
+          if dp and config["train"]["dp"].get("unit", "chunk") == "chunk" else []),
         "",
     ]
     return ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines))

@@ -66,8 +66,11 @@ def check_training_config(cfg) -> None:
 
 
 def check_dp_config(dp_cfg, train_cfg) -> None:
-    """What DP-SGD cannot honour: no noise, no clipping bound, an unknown accountant."""
+    """What DP-SGD cannot honour: no noise, no clipping bound, an unknown accountant or unit of privacy."""
     prefix = "train.dp"
+    if _choice(dp_cfg, "unit", ("chunk", "user"), prefix) == "user" and dp_cfg.grad_sample_mode == "ghost":
+        raise ConfigError("train.dp.grad_sample_mode=ghost: unit=user clips each user's summed gradient, whose norm ghost "
+                          "clipping cannot give (it computes per-chunk norms only, never the gradients to sum); use hooks")
     _choice(dp_cfg, "accountant", ACCOUNTANT_NAMES, prefix)
     _choice(dp_cfg, "grad_sample_mode", ("hooks", "ghost"), prefix)
     _number(dp_cfg, "delta", low=0, high=1, low_open=True, high_open=True, prefix=prefix)

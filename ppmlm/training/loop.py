@@ -133,7 +133,8 @@ def train(cfg, callbacks: Sequence[TrainingCallback] = ()) -> Path:
                        "steps": steps, "train_seconds": train_seconds, "processes": accelerator.num_processes,
                        "weight_checksums": weight_checksums(accelerator, trainer.objective), **report})
         if "epsilon" in report:
-            accelerator.print(f"epoch {epoch + 1}: epsilon at delta={report['privacy']['delta']}: "
+            privacy = report["privacy"]
+            accelerator.print(f"epoch {epoch + 1}: epsilon per {privacy['unit']} at delta={privacy['delta']}: "
                               + ", ".join(f"{k} {v:.3f}" for k, v in report["epsilon"].items()))
         for callback in callbacks:
             callback.on_epoch_end(run, data, epoch + 1, checkpoint, accelerator)

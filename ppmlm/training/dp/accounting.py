@@ -1,6 +1,6 @@
 """Accounting by RDP and PRV at once (`PrivacyLedger`), checkpointed with the run, so a resumed run keeps
-its history. The unit of privacy is a training chunk; `chunks_per_user` and `group_bound` say what that
-means for a user.
+its history. The unit of privacy is what the sampling rate counts: a training chunk (then `chunks_per_user` and
+`group_bound` say what that means for a user) or, under `train.dp.unit=user`, a user (docs/dp.md).
 """
 from __future__ import annotations
 

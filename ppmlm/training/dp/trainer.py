@@ -19,7 +19,15 @@ from ppmlm.features import FEATURE_COLUMNS
 from ppmlm.training.checks import check_dp_config
 from ppmlm.training.dp.accounting import GROUP_BOUND, PrivacyLedger, calibrate_noise, chunks_per_user, group_bound
 from ppmlm.training.dp.model import PerSampleMaskedLMLoss, embeddings_tied_and_trained, hf_layout, unshare_head_bias
-from ppmlm.training.dp.sampling import CollateOrNone, PoissonChunkSampler, cap_chunks_per_user, stream_seed
+from ppmlm.training.dp.sampling import (
+    CollateOrNone,
+    PoissonChunkSampler,
+    PoissonUserSampler,
+    cap_chunks_per_user,
+    chunks_by_user,
+    physical_batches,
+    stream_seed,
+)
 from ppmlm.training.objective import parameter_groups
 
 
@@ -47,14 +55,20 @@ class PrivateTrainer:
         self.cfg, self.dp, self.accelerator = cfg, dp, accelerator
         world, rank = accelerator.num_processes, accelerator.process_index
 
-        chunks_before = chunks_per_user(features["user_id"])
-        features = cap_chunks_per_user(features, dp.max_chunks_per_user, cfg.seed)
-        self.users = dict(chunks_per_user(features["user_id"]), cap=dp.max_chunks_per_user,
-                          max_before_cap=chunks_before["max"])
+        self.unit = dp.unit
+        if self.unit == "user":  # the unit of privacy is a user: Poisson sampling of users, their chunks drawn per step
+            self.users = dict(chunks_per_user(features["user_id"]), max_chunks_per_step=dp.max_chunks_per_user)
+            units = self.users["users"]
+        else:
+            chunks_before = chunks_per_user(features["user_id"])
+            features = cap_chunks_per_user(features, dp.max_chunks_per_user, cfg.seed)
+            self.users = dict(chunks_per_user(features["user_id"]), cap=dp.max_chunks_per_user,
+                              max_before_cap=chunks_before["max"])
+            units = len(features)
         self.num_chunks = len(features)
-        self.sample_rate = min(1.0, cfg.train.batch_size / self.num_chunks)
-        self.expected_batch = self.sample_rate * self.num_chunks
-        self.steps_per_epoch = math.ceil(self.num_chunks / cfg.train.batch_size)
+        self.sample_rate = min(1.0, cfg.train.batch_size / units)
+        self.expected_batch = self.sample_rate * units
+        self.steps_per_epoch = math.ceil(units / cfg.train.batch_size)
         self.noise_multiplier = calibrate_noise(dp, self.sample_rate, cfg.train.epochs * self.steps_per_epoch)
         self.physical_batch_size = dp.physical_batch_size or cfg.train.batch_size
         secure = secure_generator() if dp.secure_mode else None
@@ -91,10 +105,17 @@ class PrivateTrainer:
         self.ledger = PrivacyLedger(self.noise_multiplier, self.sample_rate)
         self.optimizer.attach_step_hook(self.ledger)
 
-        self.sampler = PoissonChunkSampler(self.num_chunks, self.sample_rate, self.steps_per_epoch, cfg.seed,
-                                           rank, world, generator=secure)
-        self.loader = DataLoader(features.select_columns(list(FEATURE_COLUMNS)), batch_sampler=self.sampler,
-                                 collate_fn=CollateOrNone(collator), num_workers=cfg.train.num_workers)
+        table = features.select_columns(list(FEATURE_COLUMNS))
+        if self.unit == "user":
+            self.sampler = PoissonUserSampler(list(chunks_by_user(features["user_id"]).values()), self.sample_rate,
+                                              self.steps_per_epoch, dp.max_chunks_per_user, cfg.seed, rank, world,
+                                              generator=secure)
+            self.table, self.collator = table, collator
+        else:
+            self.sampler = PoissonChunkSampler(self.num_chunks, self.sample_rate, self.steps_per_epoch, cfg.seed,
+                                               rank, world, generator=secure)
+            self.loader = DataLoader(table, batch_sampler=self.sampler, collate_fn=CollateOrNone(collator),
+                                     num_workers=cfg.train.num_workers)
         self.checkpointed = (self.objective, self.optimizer, self.ledger)
         accelerator.print(self.summary())
         if accelerator.mixed_precision != "no":
@@ -105,11 +126,18 @@ class PrivateTrainer:
         origin = ("set by train.dp.noise_multiplier" if dp.noise_multiplier is not None else
                   f"calibrated by {dp.accountant} for epsilon={dp.target_epsilon}")
         final = self.ledger_after(self.cfg.train.epochs * self.steps_per_epoch)
+        if self.unit == "user":
+            drawn = dp.max_chunks_per_user or "all"
+            sampled = (f"expected {self.expected_batch:.3g} of {self.users['users']} users per step, each with {drawn} "
+                       f"of their chunks (up to {self.users['max']}, mean {self.users['mean']:.2f})")
+            unit = "the unit is a user: each user's summed gradient is clipped to C"
+        else:
+            sampled = f"expected {self.expected_batch:.3g} of {self.num_chunks} chunks per step"
+            unit = f"the unit is a chunk: up to {self.users['max']} chunks per user (mean {self.users['mean']:.2f})"
         return (f"DP-SGD: sigma={self.noise_multiplier:.4f} ({origin}), C={dp.max_grad_norm}, q={self.sample_rate:.4g} "
-                f"(expected {self.expected_batch:.3g} of {self.num_chunks} chunks per step, physical batches of "
-                f"{self.physical_batch_size}), {self.steps_per_epoch} steps per epoch, {dp.grad_sample_mode}; "
-                f"epsilon after training at delta={dp.delta}: rdp {final['rdp']:.3f}, prv {final['prv']:.3f}; "
-                f"the unit is a chunk: up to {self.users['max']} chunks per user (mean {self.users['mean']:.2f})")
+                f"({sampled}, physical batches of {self.physical_batch_size} chunks), {self.steps_per_epoch} steps per "
+                f"epoch, {dp.grad_sample_mode}; epsilon after training at delta={dp.delta}: rdp {final['rdp']:.3f}, "
+                f"prv {final['prv']:.3f}; {unit}")
 
     def ledger_after(self, steps: int) -> dict:
         """The epsilon that `steps` steps of this run spend, without touching the run's ledger."""
@@ -124,6 +152,9 @@ class PrivateTrainer:
             self.noise_generator.manual_seed(stream_seed(self.cfg.seed, epoch, "noise", self.accelerator.process_index))
 
     def steps(self):
+        if self.unit == "user":
+            yield from self.user_steps()
+            return
         with BatchMemoryManager(data_loader=self.loader, max_physical_batch_size=self.physical_batch_size,
                                 optimizer=self.optimizer) as loader:
             totals = _zeros()
@@ -135,6 +166,47 @@ class PrivateTrainer:
                 loss, masked, tokens, chunks = totals.tolist()
                 yield loss, int(masked), int(tokens), int(chunks)
                 totals = _zeros()
+
+    def user_steps(self):
+        """One logical batch of sampled users per step; their chunks go through the model `physical_batch_size` at
+        a time (masked when drawn, like the chunk-level loader), and an empty draw steps with noise alone."""
+        for users in self.sampler:
+            if not users:
+                stats = self.physical_step(None)
+            else:
+                stats = self.user_step([(self.collator(self.table.select(chunks).to_list()), slots)
+                                        for chunks, slots in physical_batches(users, self.physical_batch_size)])
+            loss, masked, tokens, chunks = stats.tolist()
+            yield loss, int(masked), int(tokens), int(chunks)
+
+    def user_step(self, physical: list[tuple[dict, list[int]]]) -> torch.Tensor:
+        """One logical batch of users, given as physical batches of (collated chunks, user slot of each chunk):
+        the per-chunk gradients are summed per user, each user's sum is clipped to C by the optimizer, and after
+        the last batch the noise is added and the step taken. A user split over two batches is carried as one
+        partial sum, so memory holds at most one physical batch of per-chunk gradients plus that sum."""
+        totals, carried = _zeros(), None
+        for index, (batch, slots) in enumerate(physical):
+            batch = {k: v.to(self.accelerator.device) for k, v in batch.items()}
+            per_sample = self.module(batch["input_ids"], batch["attention_mask"], batch["labels"])
+            per_sample.mean().backward()
+            local = torch.tensor(slots, device=self.accelerator.device) - slots[0]
+            unfinished = index + 1 < len(physical) and physical[index + 1][1][0] == slots[-1]
+            sums = []
+            for p in self.optimizer.params:
+                per_user = p.grad_sample.new_zeros((int(local[-1]) + 1, *p.shape)).index_add_(0, local, p.grad_sample)
+                if carried is not None:
+                    per_user[0] += carried.pop(0)
+                sums.append(per_user)
+            carried = [per_user[-1] for per_user in sums] if unfinished else None
+            for p, per_user in zip(self.optimizer.params, sums):
+                p.grad_sample = per_user[:-1] if unfinished else per_user
+            if len(sums[0]) > int(unfinished):  # at least one user finished in this batch: clip and accumulate
+                self.optimizer.signal_skip_step(do_skip=index + 1 < len(physical))
+                self.optimizer.step()
+            self.optimizer.zero_grad()
+            totals += torch.tensor([per_sample.detach().sum().item(), (batch["labels"] != -100).sum().item(),
+                                    batch["attention_mask"].sum().item(), len(per_sample)], dtype=torch.float64)
+        return totals
 
     def physical_step(self, batch) -> torch.Tensor:
         """Backward on one physical batch, then the optimizer (which clips, and at a logical batch's end adds
@@ -171,12 +243,20 @@ class PrivateTrainer:
         """Takes Opacus's hooks off the model and drops the wrapped module (DPDDP under several processes), its
         optimizer and loader: before the process group ends (ppmlm.training.distributed)."""
         self.module.remove_hooks()
-        del self.module, self.objective, self.optimizer, self.loader, self.checkpointed
+        for name in ("module", "objective", "optimizer", "loader", "table", "checkpointed"):
+            self.__dict__.pop(name, None)
 
     def epoch_report(self) -> dict:
-        """ε spent so far by both accountants, the settings behind it, and what it means for a user."""
+        """ε spent so far by both accountants, the settings behind it, and its unit: for unit=user the ε of a
+        user (patient) itself; for unit=chunk, what the chunk's ε means for the user with most chunks."""
         epsilon = self.ledger.epsilon(self.dp.delta)
         group = self.users["max"]
+        if self.unit == "user":
+            unit = {"unit": "user", "users": self.users["users"], "chunks_per_user": self.users}
+        else:
+            unit = {"unit": "chunk", "chunks_per_user": self.users,
+                    "group": {"chunks": group, "bound": GROUP_BOUND,
+                              **{name: group_bound(eps, self.dp.delta, group) for name, eps in epsilon.items()}}}
         return {
             "epsilon": epsilon,
             "privacy": {
@@ -184,10 +264,7 @@ class PrivateTrainer:
                 if self.dp.noise_multiplier is None else None, "noise_multiplier": self.noise_multiplier,
                 "max_grad_norm": self.dp.max_grad_norm, "sample_rate": self.sample_rate,
                 "expected_batch_size": self.expected_batch, "chunks": self.num_chunks, "steps": self.ledger.steps,
-                "grad_sample_mode": self.dp.grad_sample_mode, "secure_mode": bool(self.dp.secure_mode),
-                "unit": "chunk", "chunks_per_user": self.users,
-                "group": {"chunks": group, "bound": GROUP_BOUND,
-                          **{name: group_bound(eps, self.dp.delta, group) for name, eps in epsilon.items()}},
+                "grad_sample_mode": self.dp.grad_sample_mode, "secure_mode": bool(self.dp.secure_mode), **unit,
             },
         }
 
