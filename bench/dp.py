@@ -42,6 +42,7 @@ import torch  # noqa: E402
 from accelerate import Accelerator  # noqa: E402
 from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig, get_linear_schedule_with_warmup, logging  # noqa: E402
 
+from ppmlm.config import RunConfig  # noqa: E402
 from ppmlm.corpus.synth import generate_corpus  # noqa: E402
 from ppmlm.features import FEATURE_COLUMNS, build_features  # noqa: E402
 from ppmlm.masking.collator import PrivacyMaskingCollator  # noqa: E402
@@ -89,9 +90,10 @@ def plain_step(accelerator, model, total_steps: int, args):
 
 
 def dp_step(accelerator, model, total_steps: int, args, features, collator, mode: str, frozen: bool):
-    cfg = compose_config(["recipe=dp", f"train.batch_size={args.batch_size}", "train.dp.noise_multiplier=1.0",
-                          f"train.dp.grad_sample_mode={mode}", f"train.dp.freeze_embeddings={frozen}"])
-    trainer = PrivateTrainer(cfg, model, features, collator, accelerator)
+    cfg = RunConfig.from_config(compose_config(["recipe=dp", f"train.batch_size={args.batch_size}",
+                                                "train.dp.noise_multiplier=1.0", f"train.dp.grad_sample_mode={mode}",
+                                                f"train.dp.freeze_embeddings={frozen}"]))
+    trainer = PrivateTrainer(cfg.train, cfg.seed, model, features, collator, accelerator)
     scheduler = get_linear_schedule_with_warmup(trainer.optimizer, 0, total_steps)
     trainer.objective.train()
 

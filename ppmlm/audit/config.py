@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 from ppmlm.errors import ConfigError
+from ppmlm.section import Section, checked, flag, integer, number, plain, refuse_unknown, text
 
 TOKENS_PER_USER = 320  # two 128-token chunks, a third when it is short: bench/audit.py, docs/audit.md
+REFERENCES = ("population", "base", "none")
 
 
 def check_lend(lend) -> None:
@@ -25,8 +28,20 @@ def lent_count(population: int, lend) -> int:
     return count
 
 
+def lending(name, value):
+    """The check of `audit.lend_population` as a section field (`check_lend` names the key itself)."""
+    check_lend(value)
+    return value
+
+
+def reference_spec(name, value):
+    if value not in REFERENCES and not Path(str(value)).is_dir():
+        raise ConfigError(f"{name}={value}: expected {', '.join(REFERENCES)} or a checkpoint directory that exists")
+    return value
+
+
 @dataclass(frozen=True)
-class AuditConfig:
+class AuditConfig(Section):
     """Sizes bound the cost. The audit scores every audit non-member, plus `lend_population` population
     users lent to that side, and as many members (the ROC compares the two); of each audited user, the
     chunks taken in a seeded random order while their tokens stay within `max_tokens_per_user` (the first
@@ -42,23 +57,27 @@ class AuditConfig:
     default corpus (bench/audit.py); raise it for a final audit (None: every chunk).
     """
 
-    max_tokens_per_user: int | None = TOKENS_PER_USER
-    max_users_per_side: int | None = None
-    max_chunks_per_user: int | None = None
-    lend_population: int | float = 0  # population users audited as non-members: a number, or a fraction in [0, 1)
-    maskings: int = 10
-    mask_each_word: bool = False
-    mlm_probability: float = 0.15
-    max_length: int = 128
-    batch_size: int = 16
-    k: int | None = None  # indirect-identifier threshold of the identifier-count attack; None: the blacklist's
-    seed: int = 0
-    fpr_levels: tuple[float, ...] = (0.001, 0.01, 0.1)
-    identifiers_from: str | None = "auto"  # independent answer key: a corpus column of gold spans, a blacklist
-    # directory, "auto" (column phi when the corpus has it) or None
-    bootstrap_resamples: int = 1000  # of the users, for the attacks' intervals (seeded by `seed`)
-    confidence: float = 0.95  # of every interval: bootstrap (attacks) and Clopper-Pearson (privacy score)
-    progress: bool = True
+    max_tokens_per_user: int | None = checked(integer(minimum=1, nullable=True), TOKENS_PER_USER)
+    max_users_per_side: int | None = checked(integer(minimum=1, nullable=True), None)
+    max_chunks_per_user: int | None = checked(integer(minimum=1, nullable=True), None)
+    lend_population: int | float = checked(lending, 0)  # population users audited as non-members: a number, or a
+    # fraction in [0, 1)
+    maskings: int = checked(integer(minimum=1), 10)
+    mask_each_word: bool = checked(flag(), False)
+    mlm_probability: float = checked(number(low=0, high=1, low_open=True), 0.15)
+    max_length: int = checked(integer(minimum=4), 128)
+    batch_size: int = checked(integer(minimum=1), 16)
+    k: int | None = checked(integer(minimum=1, nullable=True), None)  # indirect-identifier threshold of the
+    # identifier-count attack; None: the blacklist's
+    seed: int = checked(integer(minimum=0), 0)
+    fpr_levels: tuple[float, ...] = checked(None, (0.001, 0.01, 0.1))
+    identifiers_from: str | None = checked(text(nullable=True), "auto")  # independent answer key: a corpus column of
+    # gold spans, a blacklist directory, "auto" (column phi when the corpus has it) or None
+    bootstrap_resamples: int = checked(integer(minimum=0), 1000)  # of the users, for the attacks' intervals (seeded by
+    # `seed`)
+    confidence: float = checked(number(low=0, high=1, low_open=True, high_open=True), 0.95)  # of every interval:
+    # bootstrap (attacks) and Clopper-Pearson (privacy score)
+    progress: bool = checked(flag(), True)
 
     def __post_init__(self):
         for name in ("max_tokens_per_user", "max_users_per_side", "max_chunks_per_user"):
@@ -86,3 +105,30 @@ class AuditConfig:
             values["fpr_levels"] = tuple(values["fpr_levels"])
         values.update(overrides)
         return cls(**values)
+
+
+@dataclass(frozen=True)
+class RunAuditConfig(Section):
+    """A run's `audit` section: whether each epoch is audited, against which reference, and how (`settings`,
+    the AuditConfig above, whose sequence length and masking rate are the run's). A new audit key is a field of
+    AuditConfig with its check; the keys here are about the run, not the measure."""
+
+    enabled: bool = checked(flag())
+    reference: str = checked(reference_spec)  # population (same recipe, population users, cached) | base | none | PATH
+    reference_cache_dir: str = checked(text())
+    settings: AuditConfig = checked()
+
+    @classmethod
+    def from_config(cls, values, prefix: str, **given) -> "RunAuditConfig":
+        """`given`: max_length and mlm_probability, from the run's train and masking sections."""
+        values = plain(values)
+        own_keys = [f.name for f in fields(cls) if f.name != "settings"]
+        refuse_unknown(values, own_keys + [f.name for f in fields(AuditConfig) if f.name not in given], prefix)
+        own = {key: values.pop(key) for key in own_keys if key in values}
+        try:
+            settings = AuditConfig.from_config(values, prefix, **given)
+        except ValueError as error:
+            if isinstance(error, ConfigError):
+                raise
+            raise ConfigError(f"{prefix}: {error}") from None
+        return super().from_config(own, prefix, settings=settings)

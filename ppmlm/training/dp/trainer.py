@@ -16,7 +16,6 @@ from torch.utils.data import DataLoader
 
 from ppmlm.errors import PPMLMError
 from ppmlm.features import FEATURE_COLUMNS
-from ppmlm.training.checks import check_dp_config
 from ppmlm.training.dp.accounting import GROUP_BOUND, PrivacyLedger, calibrate_noise, chunks_per_user, group_bound
 from ppmlm.training.dp.model import PerSampleMaskedLMLoss, embeddings_tied_and_trained, hf_layout, unshare_head_bias
 from ppmlm.training.dp.sampling import CollateOrNone, PoissonChunkSampler, cap_chunks_per_user, stream_seed
@@ -41,22 +40,22 @@ class PrivateTrainer:
     over that rank's chunks, the masked and attended token counts, and the number of chunks.
     """
 
-    def __init__(self, cfg, model, features, collator, accelerator):
-        dp = cfg.train.dp
-        check_dp_config(dp, cfg.train)
-        self.cfg, self.dp, self.accelerator = cfg, dp, accelerator
+    def __init__(self, train, seed: int, model, features, collator, accelerator):
+        """`train`: the run's TrainConfig (its DP-SGD settings in `train.dp`, a DPConfig)."""
+        dp = train.dp
+        self.train, self.seed, self.dp, self.accelerator = train, seed, dp, accelerator
         world, rank = accelerator.num_processes, accelerator.process_index
 
         chunks_before = chunks_per_user(features["user_id"])
-        features = cap_chunks_per_user(features, dp.max_chunks_per_user, cfg.seed)
+        features = cap_chunks_per_user(features, dp.max_chunks_per_user, seed)
         self.users = dict(chunks_per_user(features["user_id"]), cap=dp.max_chunks_per_user,
                           max_before_cap=chunks_before["max"])
         self.num_chunks = len(features)
-        self.sample_rate = min(1.0, cfg.train.batch_size / self.num_chunks)
+        self.sample_rate = min(1.0, train.batch_size / self.num_chunks)
         self.expected_batch = self.sample_rate * self.num_chunks
-        self.steps_per_epoch = math.ceil(self.num_chunks / cfg.train.batch_size)
-        self.noise_multiplier = calibrate_noise(dp, self.sample_rate, cfg.train.epochs * self.steps_per_epoch)
-        self.physical_batch_size = dp.physical_batch_size or cfg.train.batch_size
+        self.steps_per_epoch = math.ceil(self.num_chunks / train.batch_size)
+        self.noise_multiplier = calibrate_noise(dp, self.sample_rate, train.epochs * self.steps_per_epoch)
+        self.physical_batch_size = dp.physical_batch_size or train.batch_size
         secure = secure_generator() if dp.secure_mode else None
 
         if dp.freeze_embeddings:
@@ -79,7 +78,7 @@ class PrivateTrainer:
         else:
             self.module = GradSampleModule(wrapped, loss_reduction="mean")
         self.module.forbid_grad_accumulation()  # each chunk's gradient is clipped once per step
-        inner = torch.optim.AdamW(parameter_groups(self.objective, cfg.train), weight_decay=cfg.train.weight_decay)
+        inner = torch.optim.AdamW(parameter_groups(self.objective, train), weight_decay=train.weight_decay)
         optimizer_class = get_optimizer_class(clipping="flat", distributed=world > 1, grad_sample_mode=dp.grad_sample_mode)
         self.noise_generator = secure or torch.Generator(device=accelerator.device)
         self.optimizer = optimizer_class(
@@ -91,10 +90,10 @@ class PrivateTrainer:
         self.ledger = PrivacyLedger(self.noise_multiplier, self.sample_rate)
         self.optimizer.attach_step_hook(self.ledger)
 
-        self.sampler = PoissonChunkSampler(self.num_chunks, self.sample_rate, self.steps_per_epoch, cfg.seed,
+        self.sampler = PoissonChunkSampler(self.num_chunks, self.sample_rate, self.steps_per_epoch, seed,
                                            rank, world, generator=secure)
         self.loader = DataLoader(features.select_columns(list(FEATURE_COLUMNS)), batch_sampler=self.sampler,
-                                 collate_fn=CollateOrNone(collator), num_workers=cfg.train.num_workers)
+                                 collate_fn=CollateOrNone(collator), num_workers=train.num_workers)
         self.checkpointed = (self.objective, self.optimizer, self.ledger)
         accelerator.print(self.summary())
         if accelerator.mixed_precision != "no":
@@ -104,7 +103,7 @@ class PrivateTrainer:
         dp = self.dp
         origin = ("set by train.dp.noise_multiplier" if dp.noise_multiplier is not None else
                   f"calibrated by {dp.accountant} for epsilon={dp.target_epsilon}")
-        final = self.ledger_after(self.cfg.train.epochs * self.steps_per_epoch)
+        final = self.ledger_after(self.train.epochs * self.steps_per_epoch)
         return (f"DP-SGD: sigma={self.noise_multiplier:.4f} ({origin}), C={dp.max_grad_norm}, q={self.sample_rate:.4g} "
                 f"(expected {self.expected_batch:.3g} of {self.num_chunks} chunks per step, physical batches of "
                 f"{self.physical_batch_size}), {self.steps_per_epoch} steps per epoch, {dp.grad_sample_mode}; "
@@ -121,7 +120,7 @@ class PrivateTrainer:
     def set_epoch(self, epoch: int) -> None:
         self.sampler.set_epoch(epoch)
         if not self.dp.secure_mode:
-            self.noise_generator.manual_seed(stream_seed(self.cfg.seed, epoch, "noise", self.accelerator.process_index))
+            self.noise_generator.manual_seed(stream_seed(self.seed, epoch, "noise", self.accelerator.process_index))
 
     def steps(self):
         with BatchMemoryManager(data_loader=self.loader, max_physical_batch_size=self.physical_batch_size,
