@@ -49,6 +49,7 @@ import torch  # noqa: E402
 from accelerate import Accelerator  # noqa: E402
 from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig, get_linear_schedule_with_warmup, logging  # noqa: E402
 
+from ppmlm.config import RunConfig  # noqa: E402
 from ppmlm.corpus.clinical import generate_corpus  # noqa: E402
 from ppmlm.features import FEATURE_COLUMNS, build_features  # noqa: E402
 from ppmlm.masking.collator import PrivacyMaskingCollator  # noqa: E402
@@ -96,9 +97,10 @@ def plain_step(accelerator, model, total_steps: int, args):
 
 
 def dp_step(accelerator, model, total_steps: int, args, features, collator, mode: str, frozen: bool):
-    cfg = compose_config(["recipe=dp", f"train.batch_size={args.batch_size}", "train.dp.noise_multiplier=1.0",
-                          f"train.dp.grad_sample_mode={mode}", f"train.dp.freeze_embeddings={frozen}"])
-    trainer = PrivateTrainer(cfg, model, features, collator, accelerator)
+    cfg = RunConfig.from_config(compose_config(["recipe=dp", f"train.batch_size={args.batch_size}",
+                                                "train.dp.noise_multiplier=1.0", f"train.dp.grad_sample_mode={mode}",
+                                                f"train.dp.freeze_embeddings={frozen}"]))
+    trainer = PrivateTrainer(cfg.train, cfg.seed, model, features, collator, accelerator)
     scheduler = get_linear_schedule_with_warmup(trainer.optimizer, 0, total_steps)
     trainer.objective.train()
 
@@ -111,9 +113,10 @@ def dp_step(accelerator, model, total_steps: int, args, features, collator, mode
 
 def dp_user_step(accelerator, model, total_steps: int, args, features, collator):
     """User-level DP on the same batches: each batch's chunks read as `--users-per-step` users of equal size."""
-    cfg = compose_config(["recipe=dp", "train.dp.unit=user", f"train.batch_size={args.users_per_step}",
-                          "train.dp.noise_multiplier=1.0", f"train.dp.physical_batch_size={args.batch_size}"])
-    trainer = PrivateTrainer(cfg, model, features, collator, accelerator)
+    cfg = RunConfig.from_config(compose_config(["recipe=dp", "train.dp.unit=user", f"train.batch_size={args.users_per_step}",
+                                                "train.dp.noise_multiplier=1.0",
+                                                f"train.dp.physical_batch_size={args.batch_size}"]))
+    trainer = PrivateTrainer(cfg.train, cfg.seed, model, features, collator, accelerator)
     scheduler = get_linear_schedule_with_warmup(trainer.optimizer, 0, total_steps)
     trainer.objective.train()
     slots = [row * args.users_per_step // args.batch_size for row in range(args.batch_size)]

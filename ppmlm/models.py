@@ -5,11 +5,28 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
+
+from ppmlm.errors import ConfigError
+from ppmlm.section import Section, checked, mapping, text
 
 # The files of a saved model that hold its weights: one file, or shards and their index.
 WEIGHT_FILES = ("model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json",
                 "pytorch_model.bin", "pytorch_model-*-of-*.bin", "pytorch_model.bin.index.json")
+
+
+@dataclass(frozen=True)
+class ModelConfig(Section):
+    """The `model` section: a local checkpoint (null: the offline warm start), or a config to build one from."""
+
+    name_or_path: str | None = checked(text(nullable=True))
+    config: dict | None = checked(mapping())  # e.g. {model_type: bert, hidden_size: 32, ...}: tiny models for tests
+
+    def check_together(self, prefix: str) -> None:
+        if self.config is None and self.name_or_path is not None and not Path(self.name_or_path).exists():
+            raise ConfigError(f"{prefix}.name_or_path={self.name_or_path}: no such file or directory; expected a local "
+                              f"checkpoint directory (models are never downloaded)")
 
 
 def local_models_only() -> None:

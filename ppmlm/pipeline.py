@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from ppmlm.audit import audit_training_epoch, resolve_reference
+from ppmlm.config import RunConfig
 from ppmlm.downstream.classify import train_classifier
 from ppmlm.errors import PPMLMError
 from ppmlm.resources import recipes_folder
@@ -136,25 +137,26 @@ def one_line(error: Exception) -> str:
 def train_from_overrides(overrides: list[str], config_dir: str | Path | None = None):
     """Masked-LM fine-tuning with a recipe, or the downstream classifier when the config says task: classify."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # read when the data loader forks, not at import
-    cfg = compose_config(overrides, config_dir)
+    cfg = RunConfig.from_config(compose_config(overrides, config_dir))
     if cfg.task == "classify":
         return train_classifier(cfg)
-    if cfg.task != "mlm":
-        raise PPMLMError(f"task={cfg.task}: choose mlm (a masked-LM recipe) or classify (recipe=classify)")
     return train(cfg)
 
 
-def train(cfg) -> Path:
-    """A masked-LM run of a composed configuration, audited after every epoch when `audit.enabled` (and it
-    trains the members: a reference model's own run is not audited); returns the run directory."""
+def train(cfg: RunConfig | DictConfig) -> Path:
+    """A masked-LM run of a configuration (composed, or typed already), audited after every epoch when
+    `audit.enabled` (and it trains the members: a reference model's own run is not audited); returns the run
+    directory. Every setting is checked before anything is read, built or written."""
+    cfg = cfg if isinstance(cfg, RunConfig) else RunConfig.from_config(cfg)
     audited = cfg.audit.enabled and cfg.data.train_users == "members"
     return loop.train(cfg, callbacks=[AuditAfterEachEpoch(cfg)] if audited else [])
 
 
 def train_reference(reference_cfg) -> Path:
-    """Trains a reference model inside whatever run asked for it, which keeps its process group."""
+    """Trains a reference model (its configuration from ppmlm.audit.reference) inside whatever run asked for
+    it, which keeps its process group."""
     with nested_run():
-        return loop.train(reference_cfg)
+        return loop.train(RunConfig.from_config(reference_cfg))
 
 
 class AuditAfterEachEpoch:
@@ -163,17 +165,22 @@ class AuditAfterEachEpoch:
     saved without its audit (a run killed while auditing); after each epoch the main process audits the
     saved checkpoint."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg: RunConfig):
         self.cfg = cfg
+        self.reference = None
 
     def on_train_begin(self, run, data, accelerator) -> None:
-        resolve_reference(self.cfg.audit.reference, self.cfg, train_reference)
+        self.reference = resolve_reference(self.cfg.audit.reference, OmegaConf.create(self.cfg.resolved), train_reference)
         if accelerator.is_main_process:
             for epoch in run.unaudited_epochs():
                 accelerator.print(f"auditing epoch {epoch}, which has a checkpoint but no audit")
-                audit_training_epoch(self.cfg, data, run.checkpoint(epoch), epoch)
+                self.audit(data, run, run.checkpoint(epoch), epoch)
         accelerator.wait_for_everyone()
 
     def on_epoch_end(self, run, data, epoch: int, checkpoint: Path, accelerator) -> None:
         if accelerator.is_main_process:
-            audit_training_epoch(self.cfg, data, checkpoint, epoch)
+            self.audit(data, run, checkpoint, epoch)
+
+    def audit(self, data, run, checkpoint: Path, epoch: int) -> None:
+        audit_training_epoch(self.cfg.audit.settings, data, checkpoint, epoch, run.audit, self.reference,
+                             self.cfg.share.policy)

@@ -131,18 +131,19 @@ class RunDirectory:
                               f"or resume=auto")
         return epochs[-1] if epochs else 0
 
-    def check_same_settings(self, cfg) -> list[str]:
-        """The settings of a resumed run must be those it started with: else its checkpoints, metrics and audits
-        would describe two trainings under one name. Returns the changes that `allow_resume_changes` accepts."""
+    def check_same_settings(self, settings: dict, allow_changes: bool = False) -> list[str]:
+        """The settings of a resumed run (its resolved configuration, as config.yaml records it) must be those it
+        started with: else its checkpoints, metrics and audits would describe two trainings under one name.
+        Returns the changes that `allow_changes` (allow_resume_changes) accepts."""
         recorded_path = self.path / "config.yaml"
         if not recorded_path.is_file():
             return []
         recorded = flatten_config(OmegaConf.to_container(OmegaConf.load(recorded_path), resolve=True))
-        current = flatten_config(OmegaConf.to_container(cfg, resolve=True))
+        current = flatten_config(settings)
         changes = [f"{key}={_shown(recorded[key])} there, {_shown(current[key])} now"
                    for key in sorted(recorded.keys() & current.keys())
                    if recorded[key] != current[key] and not key.startswith(OPERATIONAL)]
-        if changes and not cfg.get("allow_resume_changes", False):
+        if changes and not allow_changes:
             raise ConfigError(f"output_dir={self.path} holds a run with other settings ({'; '.join(changes)}); resuming "
                               f"would mix two trainings: choose another output_dir, or add allow_resume_changes=true to "
                               f"continue it with the new settings (recorded in its metrics.jsonl)")

@@ -379,18 +379,20 @@ def test_every_figure_recomputes_from_the_scores_files(audited_run):
 def test_training_epoch_audit_follows_the_run_configuration(audited_run):
     """What the training loop calls after each checkpoint: settings from cfg.audit, outputs in <output_dir>/audit."""
     from ppmlm.audit import audit_training_epoch
+    from ppmlm.config import RunConfig
     from ppmlm.pipeline import compose_config
     from ppmlm.training.data import RunData
 
     output = audited_run.tmp / "loop"
-    cfg = compose_config([*audited_run.overrides, f"output_dir={output}", "++audit.reference=none",
-                          "++audit.max_users_per_side=3", "++audit.maskings=4", "++audit.seed=7", "++audit.progress=false"])
+    cfg = RunConfig.from_config(compose_config([*audited_run.overrides, f"output_dir={output}", "++audit.reference=none",
+                                                "++audit.max_users_per_side=3", "++audit.maskings=4", "++audit.seed=7",
+                                                "++audit.progress=false"]))
     run_data = RunData(load_corpus(audited_run.corpus), UserSplit.load(audited_run.run / "split.json"),
                        Blacklist.load(audited_run.blacklist), features=None)
     checkpoint = output / "epoch-1"  # a DP run's checkpoint: privacy.json beside the weights
     shutil.copytree(audited_run.run / "checkpoints" / "epoch-1", checkpoint)
     (checkpoint / "privacy.json").write_text(json.dumps({"epsilon": {"rdp": 3.5}, "privacy": {"delta": 1e-5}}))
-    figures = audit_training_epoch(cfg, run_data, checkpoint, 1)
+    figures = audit_training_epoch(cfg.audit.settings, run_data, checkpoint, 1, output / "audit", policy=cfg.share.policy)
     assert json.loads((output / "audit" / "epoch-1.json").read_text()) == figures
     assert figures["audited"]["member_users"] == 3 and figures["audited"]["maskings_per_sample"] == 4
     assert figures["config"]["max_length"] == 64 and figures["config"]["seed"] == 7

@@ -142,6 +142,7 @@ def _config(tmp_path, *extra):
 def test_the_reference_trains_on_the_population_less_the_lent_users(tmp_path, bert_tokenizer):
     from accelerate import Accelerator
 
+    from ppmlm.config import RunConfig
     from ppmlm.masking.variants import VARIANTS
     from ppmlm.training.data import prepare
 
@@ -149,7 +150,7 @@ def test_the_reference_trains_on_the_population_less_the_lent_users(tmp_path, be
     lending = reference_config(_config(tmp_path, "audit.lend_population=1"))
     assert plain.output_dir != lending.output_dir  # a reference trained on other users is never reused
     assert reference_config(_config(tmp_path, "audit.lend_population=0.0")).output_dir == plain.output_dir
-    data = prepare(lending, bert_tokenizer, VARIANTS["ppmlm"], Accelerator(cpu=True))
+    data = prepare(RunConfig.from_config(lending), bert_tokenizer, VARIANTS["ppmlm"], Accelerator(cpu=True))
     lent = lent_users(data.split.population, 1, 0)
     assert len(lent) == 1 and len(data.split.population) >= 2
     assert set(data.features["user_id"]) == set(data.split.population) - set(lent)

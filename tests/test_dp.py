@@ -8,6 +8,7 @@ import torch
 from accelerate import Accelerator
 from transformers import AutoConfig, AutoModelForMaskedLM
 
+from ppmlm.config import RunConfig
 from ppmlm.corpus.clinical import generate_corpus
 from ppmlm.errors import PPMLMError
 from ppmlm.features import FEATURE_COLUMNS, build_features
@@ -37,9 +38,9 @@ def tiny_features(tokenizer, users=2):
 
 
 def trainer_for(tokenizer, model, features, *dp_overrides, batch_size=4, mlm_probability=0.15):
-    cfg = compose_config(["recipe=dp", f"train.batch_size={batch_size}", "train.epochs=1", *dp_overrides])
+    cfg = RunConfig.from_config(compose_config(["recipe=dp", f"train.batch_size={batch_size}", "train.epochs=1", *dp_overrides]))
     collator = PrivacyMaskingCollator(tokenizer, mlm_probability=mlm_probability, generator=torch.Generator().manual_seed(0))
-    return PrivateTrainer(cfg, model, features, collator, Accelerator(cpu=True)), collator
+    return PrivateTrainer(cfg.train, cfg.seed, model, features, collator, Accelerator(cpu=True)), collator
 
 
 def batch_of(collator, features, n):

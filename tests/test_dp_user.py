@@ -25,13 +25,13 @@ from test_dp import (
 )
 from transformers import AutoModelForMaskedLM
 
+from ppmlm.config import RunConfig
 from ppmlm.errors import ConfigError
 from ppmlm.features import FEATURE_COLUMNS
 from ppmlm.pipeline import compose_config
 from ppmlm.rundir import checkpoint_epsilon
 from ppmlm.sharing.card import _dp_lines
 from ppmlm.sharing.checkpoint import RunCheckpoint
-from ppmlm.training.checks import check_dp_config
 from ppmlm.training.dp.accounting import PrivacyLedger
 from ppmlm.training.dp.sampling import PoissonUserSampler, physical_batches
 
@@ -94,11 +94,10 @@ def test_each_user_sum_of_chunk_gradients_is_clipped_to_C_as_one_unit(bert_token
 
 
 def test_ghost_clipping_cannot_group_users():
-    dp = compose_config(["recipe=dp", "train.dp.unit=user", "train.dp.grad_sample_mode=ghost"]).train
     with pytest.raises(ConfigError, match="unit=user"):
-        check_dp_config(dp.dp, dp)
+        RunConfig.from_config(compose_config(["recipe=dp", "train.dp.unit=user", "train.dp.grad_sample_mode=ghost"]))
     with pytest.raises(ConfigError, match="train.dp.unit=person"):
-        check_dp_config(compose_config(["recipe=dp", "train.dp.unit=person"]).train.dp, dp)
+        RunConfig.from_config(compose_config(["recipe=dp", "train.dp.unit=person"]))
 
 
 # --- the user sampler ---------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ppmlm"
 # Lowest first. A unit is a top-level module or subpackage of ppmlm; it imports from its own row (without a
 # circle) and the rows above it, never from a row below.
 LAYERS = [
-    {"errors", "files", "resources", "words", "models", "rundir"},
+    {"errors", "files", "resources", "words", "section", "models", "rundir"},
     {"identifiers"},  # corpus generators label their identifiers with identifiers.labels
     {"corpus"},
     {"features"},
@@ -20,6 +20,7 @@ LAYERS = [
     {"sharing"},
     {"training"},
     {"downstream"},
+    {"config"},  # the typed run configuration: gathers the sections each stage owns
     {"pipeline"},  # the recipe layer: wires training, the audit and the downstream task
     {"cli"},
     {"__main__", "__init__"},  # `python -m ppmlm`, and the public API

@@ -167,6 +167,7 @@ def test_synth_domain_reaches_the_prepared_training_data(tmp_path, bert_tokenize
     from omegaconf import OmegaConf
 
     from ppmlm.audit.reference import reference_config
+    from ppmlm.config import RunConfig
     from ppmlm.corpus.loading import load_run_corpus
     from ppmlm.masking.variants import get_variant
     from ppmlm.pipeline import compose_config
@@ -174,12 +175,12 @@ def test_synth_domain_reaches_the_prepared_training_data(tmp_path, bert_tokenize
 
     base = ["data.synth_users=6", "train.max_length=64", "blacklist.ner=none", f"blacklist.cache_dir={tmp_path}"]
     legal, clinical = (compose_config([*base, f"data.synth_domain={domain}"]) for domain in ("legal", "clinical"))
-    data = prepare(legal, bert_tokenizer, get_variant("ppmlm"), Accelerator(cpu=True))
+    data = prepare(RunConfig.from_config(legal), bert_tokenizer, get_variant("ppmlm"), Accelerator(cpu=True))
     expected = generate_legal_corpus(6, seed=legal.seed)
     assert data.corpus["text"] == [record["text"] for record in expected]
     assert set(data.features["user_id"]) == set(data.split.members)
     assert all(user.startswith("C") for user in data.split.members)
-    prepare(clinical, bert_tokenizer, get_variant("ppmlm"), Accelerator(cpu=True))
+    prepare(RunConfig.from_config(clinical), bert_tokenizer, get_variant("ppmlm"), Accelerator(cpu=True))
     assert len([entry for entry in tmp_path.iterdir() if (entry / "stats.json").exists()]) == 2
     assert reference_config(legal).output_dir != reference_config(clinical).output_dir
 

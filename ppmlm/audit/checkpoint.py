@@ -12,7 +12,6 @@ import torch
 
 from ppmlm.audit.config import AuditConfig
 from ppmlm.audit.policy import SharingPolicy
-from ppmlm.audit.reference import resolve_reference
 from ppmlm.audit.runner import run_audit
 from ppmlm.errors import PPMLMError
 from ppmlm.models import weights_digests
@@ -48,12 +47,10 @@ def audit_checkpoint(checkpoint, corpus, split, blacklist, out_dir, epoch: int, 
                      policy, canaries)
 
 
-def audit_training_epoch(cfg, run_data, checkpoint, epoch: int) -> dict:
-    """The audit of epoch `epoch` of a training run (main process only): settings from `cfg.audit`,
-    outputs in `<output_dir>/audit/`. The population reference must already be trained
-    (`reference_checkpoint(cfg, train)` before training starts, on every process)."""
-    reference = resolve_reference(cfg.audit.reference, cfg)
-    return audit_checkpoint(checkpoint, run_data.corpus, run_data.split, run_data.blacklist,
-                            Path(cfg.output_dir) / "audit", epoch, AuditConfig.from_run_config(cfg), reference,
-                            checkpoint_epsilon(checkpoint), policy=SharingPolicy.from_config(cfg.get("share")),
-                            canaries=run_data.canaries)
+def audit_training_epoch(config: AuditConfig, run_data, checkpoint, epoch: int, out_dir, reference=None,
+                         policy: SharingPolicy | None = None) -> dict:
+    """The audit of epoch `epoch` of a training run (main process only), with the run's audit settings,
+    outputs in `out_dir` (the run's audit/). `reference` is the resolved reference checkpoint (or None),
+    trained before training starts, on every process (`reference_checkpoint(cfg, train)`)."""
+    return audit_checkpoint(checkpoint, run_data.corpus, run_data.split, run_data.blacklist, Path(out_dir), epoch, config,
+                            reference, checkpoint_epsilon(checkpoint), policy=policy, canaries=run_data.canaries)

@@ -1,12 +1,17 @@
 """What the audit looks at and how hard it looks: the knobs that trade its cost against its precision."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
 
 from ppmlm.audit.inversion import InversionSettings
+from ppmlm.corpus.canaries import CanarySettings
 from ppmlm.errors import ConfigError
+from ppmlm.section import Section, checked, flag, integer, number, plain, refuse_unknown, text
 
 TOKENS_PER_USER = 320  # two 128-token chunks, a third when it is short: bench/audit.py, docs/audit.md
+REFERENCES = ("population", "base", "none")
 AUTO_NEIGHBOURS = 4  # neighbours per chunk when `neighbours` is None and the audit has no reference model
 
 
@@ -27,8 +32,39 @@ def lent_count(population: int, lend) -> int:
     return count
 
 
+def lending(name, value):
+    """The check of `audit.lend_population` as a section field (`check_lend` names the key itself)."""
+    check_lend(value)
+    return value
+
+
+def inversion_settings(name, value) -> InversionSettings:
+    return InversionSettings.parse(value)
+
+
+def canary_settings(name, value) -> CanarySettings:
+    return CanarySettings.parse(value)
+
+
+def with_domain_templates(section: Mapping | None, data: Mapping) -> dict:
+    """The audit section with `inversion.templates: auto` resolved: the embedded corpus's domain, clinical for a
+    corpus of one's own."""
+    section = dict(section or {})
+    inversion = dict(section.get("inversion") or {})
+    if inversion.get("templates") == "auto":
+        inversion["templates"] = data.get("synth_domain", "clinical") if data.get("path") is None else "clinical"
+        section["inversion"] = inversion
+    return section
+
+
+def reference_spec(name, value):
+    if value not in REFERENCES and not Path(str(value)).is_dir():
+        raise ConfigError(f"{name}={value}: expected {', '.join(REFERENCES)} or a checkpoint directory that exists")
+    return value
+
+
 @dataclass(frozen=True)
-class AuditConfig:
+class AuditConfig(Section):
     """Sizes bound the cost. The audit scores every audit non-member, plus `lend_population` population
     users lent to that side, and as many members (the ROC compares the two); of each audited user, the
     chunks taken in a seeded random order while their tokens stay within `max_tokens_per_user` (the first
@@ -40,46 +76,45 @@ class AuditConfig:
     the strongest probe, and Goyal et al.'s normalized energy (A.3.2), at about 1 / mlm_probability times
     the cost.
 
-    The reference-calibrated attack (`ppmlm.audit.rmia`) compares each sample with at most
-    `rmia_population_chunks` population chunks (0: the attack is off), each scored under
-    `rmia_population_maskings` maskings, with the offline correction `rmia_offline_a` and the threshold
-    `rmia_gamma`. The neighbourhood attack (`ppmlm.audit.neighbourhood`) makes `neighbours` neighbours of
-    each of the first `neighbour_chunks_per_user` audited chunks of every user (None: all of them; 0: the
-    attack is off; `neighbours` None: AUTO_NEIGHBOURS when the audit has no reference model, whose pass it
-    then takes the place of, else 0), each with `neighbour_words` words replaced, and scores them under the
-    first `neighbour_maskings` of the chunk's maskings.
-
     The default budget keeps the audits of a default run under a quarter of its training on the embedded
     default corpus (bench/audit.py); raise it for a final audit (None: every chunk).
     """
 
-    max_tokens_per_user: int | None = TOKENS_PER_USER
-    max_users_per_side: int | None = None
-    max_chunks_per_user: int | None = None
-    lend_population: int | float = 0  # population users audited as non-members: a number, or a fraction in [0, 1)
-    maskings: int = 10
-    mask_each_word: bool = False
-    mlm_probability: float = 0.15
-    max_length: int = 128
-    batch_size: int = 16
-    k: int | None = None  # indirect-identifier threshold of the identifier-count attack; None: the blacklist's
-    seed: int = 0
-    fpr_levels: tuple[float, ...] = (0.001, 0.01, 0.1)
-    identifiers_from: str | None = "auto"  # independent answer key: a corpus column of gold spans, a blacklist
-    # directory, "auto" (column phi when the corpus has it) or None
-    bootstrap_resamples: int = 1000  # of the users, for the attacks' intervals (seeded by `seed`)
-    confidence: float = 0.95  # of every interval: bootstrap (attacks) and Clopper-Pearson (privacy score)
-    rmia_population_chunks: int = 16  # population chunks z each sample is compared with; 0: no RMIA
-    rmia_population_maskings: int = 2  # maskings each population chunk is scored under
-    rmia_offline_a: float = 1.0  # Pr(x) = (1 + a) / 2 * Pr(x | reference) + (1 - a) / 2, one reference model
-    rmia_gamma: float = 1.0  # a sample dominates z when its ratio is at least gamma times z's
-    neighbours: int | None = None  # per chunk, for the neighbourhood attack; 0: not run; None: AUTO_NEIGHBOURS without
-    # a reference model, else 0 (docs/audit.md, Cost)
-    neighbour_words: int = 1  # words replaced in each neighbour
-    neighbour_maskings: int = 2  # of the chunk's maskings, the first this many score the chunk and its neighbours
-    neighbour_chunks_per_user: int | None = 1  # audited chunks per user that get neighbours; None: all
-    progress: bool = True
-    inversion: InversionSettings = field(default_factory=InversionSettings)  # name -> attribute attack (inversion.py)
+    max_tokens_per_user: int | None = checked(integer(minimum=1, nullable=True), TOKENS_PER_USER)
+    max_users_per_side: int | None = checked(integer(minimum=1, nullable=True), None)
+    max_chunks_per_user: int | None = checked(integer(minimum=1, nullable=True), None)
+    lend_population: int | float = checked(lending, 0)  # population users audited as non-members: a number, or a
+    # fraction in [0, 1)
+    maskings: int = checked(integer(minimum=1), 10)
+    mask_each_word: bool = checked(flag(), False)
+    mlm_probability: float = checked(number(low=0, high=1, low_open=True), 0.15)
+    max_length: int = checked(integer(minimum=4), 128)
+    batch_size: int = checked(integer(minimum=1), 16)
+    k: int | None = checked(integer(minimum=1, nullable=True), None)  # indirect-identifier threshold of the
+    # identifier-count attack; None: the blacklist's
+    seed: int = checked(integer(minimum=0), 0)
+    fpr_levels: tuple[float, ...] = checked(None, (0.001, 0.01, 0.1))
+    identifiers_from: str | None = checked(text(nullable=True), "auto")  # independent answer key: a corpus column of
+    # gold spans, a blacklist directory, "auto" (column phi when the corpus has it) or None
+    bootstrap_resamples: int = checked(integer(minimum=0), 1000)  # of the users, for the attacks' intervals (seeded by
+    # `seed`)
+    confidence: float = checked(number(low=0, high=1, low_open=True, high_open=True), 0.95)  # of every interval:
+    # bootstrap (attacks) and Clopper-Pearson (privacy score)
+    rmia_population_chunks: int = checked(integer(minimum=0), 16)  # population chunks z each sample is compared
+    # with; 0: no RMIA
+    rmia_population_maskings: int = checked(integer(minimum=1), 2)  # maskings each population chunk is scored under
+    rmia_offline_a: float = checked(number(low=0, high=1), 1.0)  # Pr(x) = (1 + a) / 2 * Pr(x | reference) + (1 - a) / 2
+    rmia_gamma: float = checked(number(low=0, low_open=True), 1.0)  # a sample dominates z when its ratio is at least
+    # gamma times z's
+    neighbours: int | None = checked(integer(minimum=0, nullable=True), None)  # per chunk, for the neighbourhood
+    # attack; 0: not run; None: AUTO_NEIGHBOURS without a reference model, else 0 (docs/audit.md, Cost)
+    neighbour_words: int = checked(integer(minimum=1), 1)  # words replaced in each neighbour
+    neighbour_maskings: int = checked(integer(minimum=1), 2)  # of the chunk's maskings, the first this many score
+    # the chunk and its neighbours
+    neighbour_chunks_per_user: int | None = checked(integer(minimum=1, nullable=True), 1)  # audited chunks per user
+    # that get neighbours; None: all
+    progress: bool = checked(flag(), True)
+    inversion: InversionSettings = checked(inversion_settings, InversionSettings())  # name -> attribute attack
 
     def __post_init__(self):
         for name in ("max_tokens_per_user", "max_users_per_side", "max_chunks_per_user"):
@@ -120,13 +155,38 @@ class AuditConfig:
     def from_run_config(cls, cfg, **overrides) -> "AuditConfig":
         """The audit of a training run: its `audit` section, its sequence length and masking rate."""
         known = {f.name for f in fields(cls)}
-        section = {key: value for key, value in dict(cfg.get("audit") or {}).items() if key in known}
+        audit = with_domain_templates(cfg.get("audit"), cfg.get("data") or {})
+        section = {key: value for key, value in audit.items() if key in known}
         values = dict(section, max_length=cfg.train.max_length, mlm_probability=cfg.masking.mlm_probability)
         if "fpr_levels" in values:
             values["fpr_levels"] = tuple(values["fpr_levels"])
-        inversion = dict(values.get("inversion") or {})
-        if inversion.get("templates") == "auto":  # the embedded corpus's domain; a corpus of one's own: clinical
-            inversion["templates"] = cfg.data.get("synth_domain", "clinical") if cfg.data.get("path") is None else "clinical"
-            values["inversion"] = inversion
         values.update(overrides)
         return cls(**values)
+
+
+@dataclass(frozen=True)
+class RunAuditConfig(Section):
+    """A run's `audit` section: whether each epoch is audited, against which reference, and how (`settings`,
+    the AuditConfig above, whose sequence length and masking rate are the run's). A new audit key is a field of
+    AuditConfig with its check; the keys here are about the run, not the measure."""
+
+    enabled: bool = checked(flag())
+    reference: str = checked(reference_spec)  # population (same recipe, population users, cached) | base | none | PATH
+    reference_cache_dir: str = checked(text())
+    settings: AuditConfig = checked()
+    canaries: CanarySettings = checked(canary_settings, CanarySettings())  # planted in the members' notes (prepare)
+
+    @classmethod
+    def from_config(cls, values, prefix: str, **given) -> "RunAuditConfig":
+        """`given`: max_length and mlm_probability, from the run's train and masking sections."""
+        values = plain(values)
+        own_keys = [f.name for f in fields(cls) if f.name != "settings"]
+        refuse_unknown(values, own_keys + [f.name for f in fields(AuditConfig) if f.name not in given], prefix)
+        own = {key: values.pop(key) for key in own_keys if key in values}
+        try:
+            settings = AuditConfig.from_config(values, prefix, **given)
+        except ValueError as error:
+            if isinstance(error, ConfigError):
+                raise
+            raise ConfigError(f"{prefix}: {error}") from None
+        return super().from_config(own, prefix, settings=settings)

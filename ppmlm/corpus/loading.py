@@ -179,5 +179,5 @@ def embedded_corpus(users: int, seed: int, domain: str = "clinical") -> datasets
 def load_run_corpus(data_cfg, seed: int) -> datasets.Dataset:
     """The corpus a run's `data` section names: its file, or the embedded synthetic corpus it generates."""
     if data_cfg.path is None:  # configs of runs from before data.synth_domain trained on the clinical corpus
-        return embedded_corpus(data_cfg.synth_users, seed, data_cfg.get("synth_domain", "clinical"))
+        return embedded_corpus(data_cfg.synth_users, seed, getattr(data_cfg, "synth_domain", "clinical"))
     return load_corpus(data_cfg.path, data_cfg.text_column, data_cfg.user_column, data_cfg.doc_id_column)

@@ -45,11 +45,12 @@ from ppmlm.training.loop import MetricsLog
 
 
 def train_classifier(cfg) -> Path:
-    """Train and evaluate the classifier `cfg` describes (`cfg.classify`); returns the run directory."""
+    """Train and evaluate the classifier run configuration `cfg` (a ppmlm.config.RunConfig) describes in its
+    `classify` section (a ClassifyConfig); returns the run directory."""
     start = time.perf_counter()
     clf = cfg.classify
     run_dir = Path(cfg.output_dir or Path("runs") / f"classify-{source_name(cfg.model)}")
-    cfg = OmegaConf.merge(cfg, {"output_dir": str(run_dir)})
+    resolved = OmegaConf.merge(cfg.resolved, {"output_dir": str(run_dir)})
     run = RunDirectory(run_dir)
     run.check_target()
     accelerator = Accelerator(cpu=not torch.cuda.is_available(),
@@ -92,7 +93,7 @@ def train_classifier(cfg) -> Path:
 
     run.claim(accelerator)
     if accelerator.is_main_process:
-        write_atomically(run.config, OmegaConf.to_yaml(cfg, resolve=True))
+        write_atomically(run.config, OmegaConf.to_yaml(resolved, resolve=True))
         write_atomically(run.metrics, "")  # a run again in the same directory replaces the last one
     accelerator.print(
         f"classify: {len(train_rows)} training and {len(eval_rows)} held-out documents (split by {by}), "
@@ -265,7 +266,7 @@ def load_classifier(model_cfg, tokenizer, names: list[str]):
     encoder such as the offline warm start, ...), or built from `model.config` (tiny test models)."""
     label_maps = {"id2label": dict(enumerate(names)), "label2id": {name: i for i, name in enumerate(names)}}
     if model_cfg.config is not None:
-        config = AutoConfig.for_model(**OmegaConf.to_container(model_cfg.config, resolve=True),
+        config = AutoConfig.for_model(**dict(model_cfg.config),
                                       vocab_size=len(tokenizer), **label_maps)
         return AutoModelForSequenceClassification.from_config(config)
     return AutoModelForSequenceClassification.from_pretrained(str(model_path(model_cfg)), **label_maps)

@@ -19,7 +19,7 @@ def run_blacklist_parameters(blacklist_cfg, casefold: bool) -> dict:
     """What shapes a run's blacklist: its settings, whether terms are case folded, and the default NER's rules."""
     return {"k": blacklist_cfg.k, "n": blacklist_cfg.n, "ner": blacklist_cfg.ner, "spans_from": blacklist_cfg.spans_from,
             "casefold": casefold, "ner_rules": ner_rules_digest(blacklist_cfg.ner),
-            "profile": blacklist_cfg.get("profile", DEFAULT_PROFILE)}
+            "profile": getattr(blacklist_cfg, "profile", DEFAULT_PROFILE)}
 
 
 def cache_entry(blacklist_cfg, members, parameters: dict) -> Path:

@@ -1,9 +1,9 @@
 """One accelerate training loop for every masking variant, on CPU, one GPU or several processes.
 
-Read top to bottom: configuration -> data -> model -> trainer -> epochs (steps, metrics, checkpoint,
-callbacks). Work around the epochs (the per-epoch audit) comes in as callbacks wired by the caller
-(ppmlm.pipeline): the loop knows when to call them, not what they do. The trainer is `PlainTrainer`
-below, or `dp.PrivateTrainer` under `train.dp.enabled` (DP-SGD with Opacus); both yield one item per
+Read top to bottom: configuration (a RunConfig, ppmlm/config.py, checked by the caller) -> data -> model ->
+trainer -> epochs (steps, metrics, checkpoint, callbacks). Work around the epochs (the per-epoch audit) comes
+in as callbacks wired by the caller (ppmlm.pipeline): the loop knows when to call them, not what they do.
+The trainer is `PlainTrainer` below, or `dp.PrivateTrainer` under `train.dp.enabled` (DP-SGD with Opacus); both yield one item per
 optimizer step. Each epoch reseeds the masking and dropout from (seed, epoch, rank), and the DP trainer its
 sampling and noise, so a run resumed from a checkpoint replays the same epochs as an uninterrupted one.
 """
@@ -19,7 +19,6 @@ from typing import Protocol, Sequence
 import torch
 from accelerate import Accelerator, DataLoaderConfiguration
 from accelerate.utils import set_seed
-from omegaconf import OmegaConf
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, get_linear_schedule_with_warmup
@@ -32,7 +31,6 @@ from ppmlm.masking.collator import PrivacyMaskingCollator
 from ppmlm.masking.variants import get_variant
 from ppmlm.models import default_model_path
 from ppmlm.rundir import RunDirectory, flatten_config
-from ppmlm.training.checks import check_training_config
 from ppmlm.training.data import prepare
 from ppmlm.training.distributed import end_processes
 from ppmlm.training.dp.trainer import PrivateTrainer
@@ -50,12 +48,12 @@ class TrainingCallback(Protocol):
 
 
 def train(cfg, callbacks: Sequence[TrainingCallback] = ()) -> Path:
-    """Train the configured recipe; returns the run directory."""
-    check_training_config(cfg)
+    """Train the recipe of run configuration `cfg` (a ppmlm.config.RunConfig, which sits above this layer:
+    ppmlm.train builds it); returns the run directory."""
     run = RunDirectory(cfg.output_dir)
     run.check_target()
     start_epoch = run.resume_point(cfg.resume)
-    changes = run.check_same_settings(cfg) if start_epoch else []
+    changes = run.check_same_settings(cfg.resolved, cfg.allow_resume_changes) if start_epoch else []
     accelerator = Accelerator(
         cpu=not torch.cuda.is_available(),
         log_with=cfg.train.tracker,
@@ -72,7 +70,7 @@ def train(cfg, callbacks: Sequence[TrainingCallback] = ()) -> Path:
     if start_epoch and run.check_same_corpus(fingerprint, cfg.allow_resume_changes):
         changes.append("the corpus")
     if accelerator.is_main_process:
-        write_atomically(run.config, OmegaConf.to_yaml(cfg, resolve=True))
+        write_atomically(run.config, cfg.to_yaml())
         data.split.save(run.split)
         # the blacklist's parameters and counts, never its terms (those stay in the sensitive cache)
         write_atomically(run.blacklist_summary, json.dumps(
@@ -90,14 +88,14 @@ def train(cfg, callbacks: Sequence[TrainingCallback] = ()) -> Path:
     model = load_model(cfg.model, tokenizer)
     collator = PrivacyMaskingCollator(tokenizer, mlm_probability=cfg.masking.mlm_probability, generator=torch.Generator())
     if cfg.train.dp.enabled:
-        trainer = PrivateTrainer(cfg, model, data.features, collator, accelerator)
+        trainer = PrivateTrainer(cfg.train, cfg.seed, model, data.features, collator, accelerator)
     else:
-        trainer = PlainTrainer(cfg, model, data.features, collator, accelerator)
+        trainer = PlainTrainer(cfg.train, model, data.features, collator, accelerator)
     total_steps = cfg.train.epochs * trainer.steps_per_epoch
     scheduler = get_linear_schedule_with_warmup(trainer.optimizer, math.ceil(cfg.train.warmup_ratio * total_steps), total_steps)
     accelerator.register_for_checkpointing(scheduler, *trainer.checkpointed)
     if cfg.train.tracker:
-        flat = flatten_config(OmegaConf.to_container(cfg, resolve=True))
+        flat = flatten_config(cfg.resolved)
         accelerator.init_trackers("ppmlm", config={key: value if isinstance(value, (int, float, str, bool)) else str(value)
                                                    for key, value in flat.items()})
 
@@ -148,9 +146,10 @@ def train(cfg, callbacks: Sequence[TrainingCallback] = ()) -> Path:
 
 
 def load_model(model_cfg, tokenizer):
-    """A masked-LM from a local checkpoint, the offline warm start, or a config (tiny test models)."""
+    """A masked-LM from a local checkpoint, the offline warm start, or a config (tiny test models); `model_cfg`
+    is the run's ModelConfig."""
     if model_cfg.config is not None:
-        config = AutoConfig.for_model(**OmegaConf.to_container(model_cfg.config, resolve=True), vocab_size=len(tokenizer))
+        config = AutoConfig.for_model(**dict(model_cfg.config), vocab_size=len(tokenizer))
         return AutoModelForMaskedLM.from_config(config)
     path = str(model_cfg.name_or_path or default_model_path())
     if not Path(path).exists():
@@ -218,14 +217,15 @@ class StepWindow:
 class PlainTrainer:
     """Non-private steps: accelerate's data parallelism, optional clipping of the batch gradient."""
 
-    def __init__(self, cfg, model, features, collator, accelerator):
-        self.cfg, self.accelerator = cfg, accelerator
+    def __init__(self, train, model, features, collator, accelerator):
+        """`train`: the run's TrainConfig."""
+        self.train, self.accelerator = train, accelerator
         loader = DataLoader(
             features.select_columns(list(FEATURE_COLUMNS)),
-            batch_size=cfg.train.batch_size, shuffle=True, collate_fn=collator, num_workers=cfg.train.num_workers,
+            batch_size=train.batch_size, shuffle=True, collate_fn=collator, num_workers=train.num_workers,
         )
         objective = MaskedLMLoss(model)
-        optimizer = torch.optim.AdamW(parameter_groups(objective, cfg.train), weight_decay=cfg.train.weight_decay)
+        optimizer = torch.optim.AdamW(parameter_groups(objective, train), weight_decay=train.weight_decay)
         self.objective, self.optimizer, self.loader = accelerator.prepare(objective, optimizer, loader)
         self.steps_per_epoch = len(self.loader)
         self.checkpointed = ()  # accelerate saves what it prepared
@@ -237,8 +237,8 @@ class PlainTrainer:
         for batch in self.loader:
             loss = self.objective(batch["input_ids"], batch["attention_mask"], batch["labels"]).mean()
             self.accelerator.backward(loss)
-            if self.cfg.train.max_grad_norm:
-                self.accelerator.clip_grad_norm_(self.objective.parameters(), self.cfg.train.max_grad_norm)
+            if self.train.max_grad_norm:
+                self.accelerator.clip_grad_norm_(self.objective.parameters(), self.train.max_grad_norm)
             self.optimizer.step()
             self.optimizer.zero_grad()
             yield loss.detach(), (batch["labels"] != -100).sum(), batch["attention_mask"].sum()

@@ -11,7 +11,7 @@ from collections import Counter
 from opacus.accountants import PRVAccountant, RDPAccountant
 from opacus.accountants.utils import get_noise_multiplier
 
-from ppmlm.training.checks import ACCOUNTANT_NAMES
+from ppmlm.training.dp.config import ACCOUNTANT_NAMES
 
 ACCOUNTANTS = dict(zip(ACCOUNTANT_NAMES, (RDPAccountant, PRVAccountant)))
 GROUP_BOUND = "group privacy of (eps, delta)-DP for g chunks: eps_g = g*eps, delta_g = g*exp((g-1)*eps)*delta (loose)"

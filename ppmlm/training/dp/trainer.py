@@ -16,7 +16,6 @@ from torch.utils.data import DataLoader
 
 from ppmlm.errors import PPMLMError
 from ppmlm.features import FEATURE_COLUMNS
-from ppmlm.training.checks import check_dp_config
 from ppmlm.training.dp.accounting import GROUP_BOUND, PrivacyLedger, calibrate_noise, chunks_per_user, group_bound
 from ppmlm.training.dp.model import PerSampleMaskedLMLoss, embeddings_tied_and_trained, hf_layout, unshare_head_bias
 from ppmlm.training.dp.sampling import (
@@ -49,10 +48,10 @@ class PrivateTrainer:
     over that rank's chunks, the masked and attended token counts, and the number of chunks.
     """
 
-    def __init__(self, cfg, model, features, collator, accelerator):
-        dp = cfg.train.dp
-        check_dp_config(dp, cfg.train)
-        self.cfg, self.dp, self.accelerator = cfg, dp, accelerator
+    def __init__(self, train, seed: int, model, features, collator, accelerator):
+        """`train`: the run's TrainConfig (its DP-SGD settings in `train.dp`, a DPConfig)."""
+        dp = train.dp
+        self.train, self.seed, self.dp, self.accelerator = train, seed, dp, accelerator
         world, rank = accelerator.num_processes, accelerator.process_index
 
         self.unit = dp.unit
@@ -61,16 +60,16 @@ class PrivateTrainer:
             units = self.users["users"]
         else:
             chunks_before = chunks_per_user(features["user_id"])
-            features = cap_chunks_per_user(features, dp.max_chunks_per_user, cfg.seed)
+            features = cap_chunks_per_user(features, dp.max_chunks_per_user, seed)
             self.users = dict(chunks_per_user(features["user_id"]), cap=dp.max_chunks_per_user,
                               max_before_cap=chunks_before["max"])
             units = len(features)
         self.num_chunks = len(features)
-        self.sample_rate = min(1.0, cfg.train.batch_size / units)
+        self.sample_rate = min(1.0, train.batch_size / units)
         self.expected_batch = self.sample_rate * units
-        self.steps_per_epoch = math.ceil(units / cfg.train.batch_size)
-        self.noise_multiplier = calibrate_noise(dp, self.sample_rate, cfg.train.epochs * self.steps_per_epoch)
-        self.physical_batch_size = dp.physical_batch_size or cfg.train.batch_size
+        self.steps_per_epoch = math.ceil(units / train.batch_size)
+        self.noise_multiplier = calibrate_noise(dp, self.sample_rate, train.epochs * self.steps_per_epoch)
+        self.physical_batch_size = dp.physical_batch_size or train.batch_size
         secure = secure_generator() if dp.secure_mode else None
 
         if dp.freeze_embeddings:
@@ -93,7 +92,7 @@ class PrivateTrainer:
         else:
             self.module = GradSampleModule(wrapped, loss_reduction="mean")
         self.module.forbid_grad_accumulation()  # each chunk's gradient is clipped once per step
-        inner = torch.optim.AdamW(parameter_groups(self.objective, cfg.train), weight_decay=cfg.train.weight_decay)
+        inner = torch.optim.AdamW(parameter_groups(self.objective, train), weight_decay=train.weight_decay)
         optimizer_class = get_optimizer_class(clipping="flat", distributed=world > 1, grad_sample_mode=dp.grad_sample_mode)
         self.noise_generator = secure or torch.Generator(device=accelerator.device)
         self.optimizer = optimizer_class(
@@ -108,14 +107,14 @@ class PrivateTrainer:
         table = features.select_columns(list(FEATURE_COLUMNS))
         if self.unit == "user":
             self.sampler = PoissonUserSampler(list(chunks_by_user(features["user_id"]).values()), self.sample_rate,
-                                              self.steps_per_epoch, dp.max_chunks_per_user, cfg.seed, rank, world,
+                                              self.steps_per_epoch, dp.max_chunks_per_user, seed, rank, world,
                                               generator=secure)
             self.table, self.collator = table, collator
         else:
-            self.sampler = PoissonChunkSampler(self.num_chunks, self.sample_rate, self.steps_per_epoch, cfg.seed,
+            self.sampler = PoissonChunkSampler(self.num_chunks, self.sample_rate, self.steps_per_epoch, seed,
                                                rank, world, generator=secure)
             self.loader = DataLoader(table, batch_sampler=self.sampler, collate_fn=CollateOrNone(collator),
-                                     num_workers=cfg.train.num_workers)
+                                     num_workers=train.num_workers)
         self.checkpointed = (self.objective, self.optimizer, self.ledger)
         accelerator.print(self.summary())
         if accelerator.mixed_precision != "no":
@@ -125,7 +124,7 @@ class PrivateTrainer:
         dp = self.dp
         origin = ("set by train.dp.noise_multiplier" if dp.noise_multiplier is not None else
                   f"calibrated by {dp.accountant} for epsilon={dp.target_epsilon}")
-        final = self.ledger_after(self.cfg.train.epochs * self.steps_per_epoch)
+        final = self.ledger_after(self.train.epochs * self.steps_per_epoch)
         if self.unit == "user":
             drawn = dp.max_chunks_per_user or "all"
             sampled = (f"expected {self.expected_batch:.3g} of {self.users['users']} users per step, each with {drawn} "
@@ -149,7 +148,7 @@ class PrivateTrainer:
     def set_epoch(self, epoch: int) -> None:
         self.sampler.set_epoch(epoch)
         if not self.dp.secure_mode:
-            self.noise_generator.manual_seed(stream_seed(self.cfg.seed, epoch, "noise", self.accelerator.process_index))
+            self.noise_generator.manual_seed(stream_seed(self.seed, epoch, "noise", self.accelerator.process_index))
 
     def steps(self):
         if self.unit == "user":

@@ -1,0 +1,37 @@
+"""The `train.dp` section: DP-SGD's budget, clipping, accountant and Opacus settings.
+
+A new key is one field with its check (`checked(...)`); a check of several keys goes in `check_together`.
+Every key is checked whether DP is enabled or not, so a run that turns it on later meets no surprise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ppmlm.errors import ConfigError
+from ppmlm.section import Section, checked, choice, flag, integer, number
+
+ACCOUNTANT_NAMES = ("rdp", "prv")
+
+
+@dataclass(frozen=True)
+class DPConfig(Section):
+    enabled: bool = checked(flag())
+    target_epsilon: float | None = checked(number(low=0, low_open=True, nullable=True))  # unless noise_multiplier
+    noise_multiplier: float | None = checked(number(low=0, low_open=True, nullable=True))
+    delta: float = checked(number(low=0, high=1, low_open=True, high_open=True))
+    max_grad_norm: float = checked(number(low=0, low_open=True))  # C: each chunk's gradient is clipped to it
+    accountant: str = checked(choice(*ACCOUNTANT_NAMES))
+    physical_batch_size: int | None = checked(integer(minimum=1, nullable=True))
+    grad_sample_mode: str = checked(choice("hooks", "ghost"))
+    freeze_embeddings: bool = checked(flag())
+    max_chunks_per_user: int | None = checked(integer(minimum=1, nullable=True))
+    secure_mode: bool = checked(flag())
+    unit: str = checked(choice("chunk", "user"))  # of privacy: a chunk, or a user (patient-level DP, docs/dp.md)
+
+    def check_together(self, prefix: str) -> None:
+        if self.unit == "user" and self.grad_sample_mode == "ghost":
+            raise ConfigError(f"{prefix}.grad_sample_mode=ghost: unit=user clips each user's summed gradient, whose norm "
+                              "ghost clipping cannot give (it computes per-chunk norms only, never the gradients to sum); "
+                              "use hooks")
+        if self.noise_multiplier is None and self.target_epsilon is None:
+            raise ConfigError(f"{prefix}.target_epsilon=None: expected a number above 0 (or set {prefix}.noise_multiplier)")
