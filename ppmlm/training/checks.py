@@ -16,6 +16,7 @@ from ppmlm.corpus.domains import SYNTHETIC_DOMAINS
 from ppmlm.corpus.split import UserSplit
 from ppmlm.errors import ConfigError, CorpusError
 from ppmlm.identifiers.profiles import PROFILES
+from ppmlm.identifiers.shards import ENGINES
 from ppmlm.masking.variants import VARIANTS
 
 ACCOUNTANT_NAMES = ("rdp", "prv")
@@ -44,6 +45,10 @@ def check_training_config(cfg) -> None:
     _text(cfg, "blacklist.ner")
     _choice(cfg, "blacklist.profile", PROFILES)
     _existing_path(cfg, "blacklist.path", "a saved blacklist directory (ppmlm blacklist --out)")
+    engine, scheduler = _choice(cfg, "blacklist.engine", ENGINES), _value(cfg, "blacklist.scheduler", "")
+    if (engine == "dask") != (isinstance(scheduler, str) and bool(scheduler.strip())):
+        raise ConfigError(f"blacklist.scheduler={scheduler}: expected a Dask scheduler address (tcp://HOST:8786) or local "
+                          f"with blacklist.engine=dask, and null with blacklist.engine=local")
     _choice(cfg, "masking.variant", tuple(VARIANTS))
     _number(cfg, "masking.mlm_probability", low=0, high=1, low_open=True)
     _integer(cfg, "train.epochs", minimum=1)

@@ -14,6 +14,7 @@ from ppmlm.corpus.split import UserSplit, split_users
 from ppmlm.features import build_features
 from ppmlm.identifiers.blacklist import Blacklist, build_blacklist
 from ppmlm.identifiers.cache import cache_entry, run_blacklist_parameters
+from ppmlm.identifiers.shards import DatasetShards, build_in_shards
 from ppmlm.masking.variants import Variant, protected_view, pseudonymize
 from ppmlm.models import uncased
 from ppmlm.training.checks import check_enough_users
@@ -38,10 +39,13 @@ def members_blacklist(members: datasets.Dataset, cfg, casefold: bool, accelerato
         if not (directory / "stats.json").exists():
             if accelerator.is_main_process:
                 accelerator.print(f"building the blacklist of {len(set(members['user_id']))} training users")
-                blacklist = build_blacklist(
-                    members, k=bl.k, n=bl.n, ner=bl.ner, spans_from=bl.spans_from,
-                    casefold=casefold, n_process=bl.n_process, profile=params["profile"],
-                )
+                options = dict(k=bl.k, n=bl.n, ner=bl.ner, spans_from=bl.spans_from, casefold=casefold,
+                               profile=params["profile"])
+                if bl.get("engine", "local") == "dask":  # the same artifact, built shard by shard on a cluster
+                    blacklist = build_in_shards(DatasetShards(members), engine="dask", scheduler=bl.scheduler,
+                                                processes=bl.n_process, **options)
+                else:
+                    blacklist = build_blacklist(members, n_process=bl.n_process, **options)
                 blacklist.stats["parameters"]["ner_rules"] = params["ner_rules"]  # so `ppmlm audit` finds this entry
                 blacklist.save(directory)
         else:
