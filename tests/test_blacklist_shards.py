@@ -52,6 +52,12 @@ def test_any_shard_size_gives_the_one_pass_artifact(notes, shard_size):
     assert len(one_pass.terms) > 100 and one_pass.spans and "gold" in one_pass.stats
 
 
+def test_two_local_worker_processes_give_the_one_pass_artifact(notes):
+    """The default engine's process pool: spawned workers, the blacklist's terms handed over in a private file."""
+    sharded = build_in_shards(DatasetShards(notes, 10), ner="none", spans_from="phi", processes=2, progress=False)
+    same_artifact(sharded, build_blacklist(notes, ner="none", spans_from="phi", progress=False))
+
+
 def test_a_user_spread_over_shards_is_counted_once(notes):
     users = notes["user_id"]
     assert users[0] == users[6] and users[0] != users[1]  # with 4 notes a shard, patient 0 is in shards 0 and 1

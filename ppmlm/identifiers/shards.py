@@ -19,6 +19,7 @@ import hashlib
 import json
 import multiprocessing
 import shutil
+import tempfile
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import ExitStack
@@ -123,9 +124,14 @@ class Settings:
 
 @dataclass(frozen=True)
 class Protection:
-    """The terms of the blacklist, sent once to each worker for the stats pass."""
+    """The terms of the blacklist for the stats pass: sent once to each Dask worker, or left in a file that the
+    local worker processes read once (`path`), never pickled into every task."""
     key: str
-    terms: tuple[str, ...]
+    terms: tuple[str, ...] = ()
+    path: str | None = None
+
+    def load_terms(self) -> tuple[str, ...]:
+        return self.terms if self.path is None else tuple(json.loads(Path(self.path).read_text(encoding="utf-8")))
 
 
 def build_in_shards(
@@ -318,12 +324,18 @@ class _InProcess(_Engine):
 class _ProcessPool(_Engine):
     """Spawned processes (the caller may hold torch's threads, which fork would copy half-alive)."""
 
-    def __init__(self, processes: int):
+    def __init__(self, processes: int, folder: Path):
         self.window = 2 * processes
         self.pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"))
+        self.folder = folder  # private to this build, removed with the pool (the terms are identifiers)
 
     def submit(self, function, *args):
         return self.pool.submit(function, *args)
+
+    def share(self, value: Protection) -> None:
+        path = self.folder / f"terms-{value.key}.json"
+        write_atomically(path, json.dumps(value.terms, ensure_ascii=False))
+        self.shared = Protection(value.key, path=str(path))
 
 
 class _Dask(_Engine):
@@ -349,7 +361,7 @@ class _engine:
         if self.engine == "local":
             if self.processes <= 1:
                 return _InProcess()
-            runner = _ProcessPool(self.processes)
+            runner = _ProcessPool(self.processes, Path(self.stack.enter_context(tempfile.TemporaryDirectory())))
             self.stack.callback(runner.pool.shutdown, cancel_futures=True)
             return runner
         import distributed  # the optional extra `ppmlm[distributed]`, checked by check_engine
@@ -391,7 +403,7 @@ def _protection_task(shard: Shard, settings: Settings, protection: Protection, s
     """The stats pass over a shard: protected word occurrences (blacklisted terms and the shard's `spans`), gold."""
     if _MATCHER.get("key") != protection.key:
         _MATCHER.clear()
-        _MATCHER.update(key=protection.key, matcher=TermMatcher(protection.terms))
+        _MATCHER.update(key=protection.key, matcher=TermMatcher(protection.load_terms()))
     segmenter = WordSegmenter(casefold=settings.casefold)
     gold = None
     if settings.gold_field and settings.gold_field in shard.columns:
