@@ -311,8 +311,8 @@ def scaling(args) -> None:
         words = 50_000 * words_per_note
         fine_tuning = 64 * words * per_word
         print(f"against fine-tuning {args.train_run} ({per_word * 1e6:.1f} us per word and epoch; 50,000 notes, 64 epochs: "
-              f"{fine_tuning / 3600:.1f} h): graph pass {words / graph_rate / fine_tuning:.2%}, "
-              f"NER {words / (ner_rates[most] * most) / fine_tuning:.2%} (paper: 0.3% and 7%)")
+              f"{fine_tuning / 3600:.1f} h): graph pass {100 * words / graph_rate / fine_tuning:.2g}%, "
+              f"NER {100 * words / (ner_rates[most] * most) / fine_tuning:.2g}% (paper: 0.3% and 7%)")
     print(f"load average after: {os.getloadavg()}")
     print(f"ner_words_per_s_per_core: {ner_rates[most]:.0f}")
     print(f"graph_words_per_s: {graph_rate:.0f}")
