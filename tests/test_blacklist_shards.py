@@ -226,7 +226,8 @@ def _running_in_group(group: int) -> list[int]:
 def test_merged_counts_survive_their_file_format(notes):
     """What a shard saves in the work folder reads back to the same counts (npz and JSON, no pickle)."""
     counts = shards_module._count_task(next(DatasetShards(notes, 7).shards()), shards_module.Settings(
-        n=2, ner="none", spans_from="phi", gold_field="phi", casefold=False, profile="balanced", batch_size=8))
+        n=2, ner="none", spans_from="phi", gold_field="phi", casefold=False, profile="balanced", batch_size=8,
+        ner_rules=None))
     again = type(counts).from_bytes(counts.to_bytes())
     assert again.graph.users == counts.graph.users and again.graph.terms == counts.graph.terms
     assert np.array_equal(again.graph.matrix.toarray(), counts.graph.matrix.toarray())

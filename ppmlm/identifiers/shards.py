@@ -115,9 +115,10 @@ class Settings:
     casefold: bool
     profile: str
     batch_size: int
+    ner_rules: str | None  # the default NER's rule-file digest, read once per build
 
     def key(self, phase: str, fingerprint: str, *more) -> str:
-        parts = [RESULT_FORMAT, phase, fingerprint, self.n, self.ner, ner_rules_digest(self.ner), self.spans_from,
+        parts = [RESULT_FORMAT, phase, fingerprint, self.n, self.ner, self.ner_rules, self.spans_from,
                  self.casefold, self.profile, *more]
         return hashlib.blake2b(json.dumps(parts).encode(), digest_size=12).hexdigest()
 
@@ -159,7 +160,7 @@ def build_in_shards(
     if k < 1 or n < 1:
         raise ValueError("k and n must be at least 1")
     check_engine(engine, scheduler)
-    settings = Settings(n, ner, spans_from, gold_field or None, casefold, profile, batch_size)
+    settings = Settings(n, ner, spans_from, gold_field or None, casefold, profile, batch_size, ner_rules_digest(ner))
     plan, fingerprint = _check_and_fingerprint(source, settings)
     if not plan:
         raise CorpusError("the corpus has no records")
