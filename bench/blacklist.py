@@ -266,11 +266,11 @@ def first_notes(path: str, count: int, folder: str) -> str:
     return head
 
 
-def sharded_build(path: str, ner: str, processes: int) -> dict:
+def sharded_build(path: str, ner: str, processes: int, shard_size: int) -> dict:
     gc.collect()
     with ProcessPeaks() as peaks:
         start = time.perf_counter()
-        blacklist = build_in_shards(FileShards(path, keep=("phi",)), ner=ner, processes=processes, progress=False)
+        blacklist = build_in_shards(FileShards(path, shard_size, keep=("phi",)), ner=ner, processes=processes, progress=False)
         wall = time.perf_counter() - start
     counts = blacklist.stats["counts"]
     return {"wall": wall, "words": counts["word_occurrences"], "documents": counts["documents"],
@@ -282,8 +282,10 @@ def scaling(args) -> None:
     with tempfile.TemporaryDirectory() as folder:
         graph_path = first_notes(args.scale_data, args.scale_graph_docs, folder)
         ner_path = first_notes(args.scale_data, args.scale_ner_docs, folder)
-        graph = {p: sharded_build(graph_path, "none", p) for p in args.scale_processes}
-        ner = {p: (sharded_build(ner_path, "none", p), sharded_build(ner_path, "default", p)) for p in args.scale_processes}
+        size = args.scale_shard_size
+        graph = {p: sharded_build(graph_path, "none", p, size) for p in args.scale_processes}
+        ner = {p: (sharded_build(ner_path, "none", p, size), sharded_build(ner_path, "default", p, size))
+               for p in args.scale_processes}
     print(f"sharded build, --ner none, first {args.scale_graph_docs:,} notes of {args.scale_data}:")
     for p, run in graph.items():
         print(f"  {p} process(es): {run['wall']:.1f} s, {run['words']:,} term words, {run['words'] / run['wall']:,.0f} words/s, "
@@ -346,6 +348,8 @@ def main() -> None:
     parser.add_argument("--scale-graph-docs", type=int, default=20000, help="notes of the --ner none scaling builds")
     parser.add_argument("--scale-ner-docs", type=int, default=2000, help="notes of the NER scaling builds")
     parser.add_argument("--scale-processes", type=int, nargs="+", default=[1, 2], help="processes of the scaling builds")
+    parser.add_argument("--scale-shard-size", type=int, default=2000,
+                        help="notes per shard: below notes / processes, a worker gets nothing to do")
     parser.add_argument("--train-run", help="a finished training run: price the passes against its fine-tuning")
     args = parser.parse_args()
     if args.scale_data:
