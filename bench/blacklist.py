@@ -29,6 +29,20 @@ The last line is `ner_ratio_to_previous_pipeline: X` (our NER time / the same wi
 stage against the bare model (`ner_overhead_ratio`, 1.08 before those sources) is printed above it: the
 sources cost more than the 10% that ratio allowed, so the cost is reported against the pipeline they
 extend instead.
+
+Scaling (`--scale-data corpus.jsonl`, a file written by `ppmlm synth`; the other figures are then skipped):
+the sharded build `ppmlm blacklist` runs (`build_in_shards` over `FileShards`), on the first
+`--scale-graph-docs` notes with `--ner none` (the graph pass, the stats pass and reading the file) and on the
+first `--scale-ner-docs` notes with and without the default NER (NER time: the difference), at each of
+`--scale-processes`. Words/s per core = term words / wall seconds / processes; peak RSS of this process and
+of the largest worker, sampled every 50 ms. `--train-run RUN_DIR` (a finished training run) prices both
+passes against its fine-tuning time per word, as the paper does (50,000 documents, 64 epochs).
+
+    python bench/blacklist.py --scale-data c1m.jsonl [--scale-graph-docs 20000] [--scale-ner-docs 2000]
+                              [--scale-processes 1 2] [--train-run runs/x]
+
+It ends with `ner_words_per_s_per_core: X` and `graph_words_per_s: Y` (the `--ner none` build's words/s at
+the most processes).
 """
 from __future__ import annotations
 
@@ -38,6 +52,7 @@ import json
 import os
 import resource
 import statistics
+import tempfile
 import threading
 import time
 
@@ -45,11 +60,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import datasets  # noqa: E402
 import spacy  # noqa: E402
+from omegaconf import OmegaConf  # noqa: E402
 
 from ppmlm.corpus.clinical import generate_corpus  # noqa: E402
-from ppmlm.corpus.loading import load_corpus  # noqa: E402
+from ppmlm.corpus.loading import load_corpus, load_run_corpus  # noqa: E402
+from ppmlm.corpus.streaming import FileShards  # noqa: E402
 from ppmlm.identifiers.blacklist import build_blacklist  # noqa: E402
 from ppmlm.identifiers.ner import DEFAULT_MODEL_DIR, load_ner  # noqa: E402
+from ppmlm.identifiers.shards import build_in_shards  # noqa: E402
+from ppmlm.words import WordSegmenter  # noqa: E402
 
 NOTES_PER_USER = 7.5  # generate_corpus draws 3 to 12 notes per patient
 NEW_SOURCES = ["ppmlm_context_patterns", "ppmlm_name_gazetteer", "ppmlm_place_names"]  # issue 11's components
@@ -213,6 +232,107 @@ def full_build(corpus: datasets.Dataset, n_processes: list[int], repeats: int) -
               f"(this process and its NER workers)")
 
 
+class ProcessPeaks:
+    """Peak RSS, in MiB, of this process and of the largest of its worker processes (sampled every 50 ms)."""
+
+    def __enter__(self):
+        self.main = self.worker = 0
+        self._process = psutil.Process()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.05):
+            self.main = max(self.main, self._process.memory_info().rss / 2**20)
+            for child in self._process.children(recursive=True):
+                try:
+                    self.worker = max(self.worker, child.memory_info().rss / 2**20)
+                except psutil.NoSuchProcess:
+                    pass
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def first_notes(path: str, count: int, folder: str) -> str:
+    """The first `count` lines of a JSONL corpus, as a file of their own."""
+    head = os.path.join(folder, f"first-{count}.jsonl")
+    with open(path, encoding="utf-8") as source, open(head, "w", encoding="utf-8") as target:
+        for _, line in zip(range(count), source):
+            target.write(line)
+    return head
+
+
+def sharded_build(path: str, ner: str, processes: int, shard_size: int) -> dict:
+    gc.collect()
+    with ProcessPeaks() as peaks:
+        start = time.perf_counter()
+        blacklist = build_in_shards(FileShards(path, shard_size, keep=("phi",)), ner=ner, processes=processes, progress=False)
+        wall = time.perf_counter() - start
+    counts = blacklist.stats["counts"]
+    return {"wall": wall, "words": counts["word_occurrences"], "documents": counts["documents"],
+            "main_mib": peaks.main, "worker_mib": peaks.worker, "terms": counts["distinct_terms"]}
+
+
+def scaling(args) -> None:
+    print(f"load average before: {os.getloadavg()}; {len(os.sched_getaffinity(0))} cores shared with other jobs")
+    with tempfile.TemporaryDirectory() as folder:
+        graph_path = first_notes(args.scale_data, args.scale_graph_docs, folder)
+        ner_path = first_notes(args.scale_data, args.scale_ner_docs, folder)
+        size = args.scale_shard_size
+        graph = {p: sharded_build(graph_path, "none", p, size) for p in args.scale_processes}
+        ner = {p: (sharded_build(ner_path, "none", p, size), sharded_build(ner_path, "default", p, size))
+               for p in args.scale_processes}
+    print(f"sharded build, --ner none, first {args.scale_graph_docs:,} notes of {args.scale_data}:")
+    for p, run in graph.items():
+        print(f"  {p} process(es): {run['wall']:.1f} s, {run['words']:,} term words, {run['words'] / run['wall']:,.0f} words/s, "
+              f"{run['words'] / run['wall'] / p:,.0f} words/s per core; peak RSS {run['main_mib']:,.0f} MiB main, "
+              f"{run['worker_mib']:,.0f} MiB largest worker; {run['terms']:,} distinct terms")
+    print(f"NER (default build - --ner none build), first {args.scale_ner_docs:,} notes:")
+    ner_rates = {}
+    for p, (without, with_ner) in ner.items():
+        seconds = with_ner["wall"] - without["wall"]
+        ner_rates[p] = without["words"] / seconds / p
+        print(f"  {p} process(es): default {with_ner['wall']:.1f} s, none {without['wall']:.1f} s, NER {seconds:.1f} s, "
+              f"{ner_rates[p]:,.0f} words/s per core, {args.scale_ner_docs / seconds / p:.1f} notes/s per core; "
+              f"peak RSS {with_ner['main_mib']:,.0f} MiB main, {with_ner['worker_mib']:,.0f} MiB largest worker")
+    most = max(args.scale_processes)
+    large = graph[most]
+    words_per_note = large["words"] / large["documents"]
+    graph_rate = large["words"] / large["wall"]
+    print(f"extrapolated to {most} such cores ({words_per_note:.0f} term words per note):")
+    for notes in (1_000_000, 2_000_000):
+        words = notes * words_per_note
+        print(f"  {notes:,} notes: --ner none build {words / graph_rate / 3600:.1f} h, "
+              f"NER {words / (ner_rates[most] * most) / 3600:.1f} h more")
+    if args.train_run:
+        per_word = train_seconds_per_word(args.train_run)
+        words = 50_000 * words_per_note
+        fine_tuning = 64 * words * per_word
+        print(f"against fine-tuning {args.train_run} ({per_word * 1e6:.1f} us per word and epoch; 50,000 notes, 64 epochs: "
+              f"{fine_tuning / 3600:.1f} h): graph pass {100 * words / graph_rate / fine_tuning:.2g}%, "
+              f"NER {100 * words / (ner_rates[most] * most) / fine_tuning:.2g}% (paper: 0.3% and 7%)")
+    print(f"load average after: {os.getloadavg()}")
+    print(f"ner_words_per_s_per_core: {ner_rates[most]:.0f}")
+    print(f"graph_words_per_s: {graph_rate:.0f}")
+
+
+def train_seconds_per_word(run_dir: str) -> float:
+    """Training seconds (steps only) per member term word and epoch, from a finished run's metrics and split."""
+    cfg = OmegaConf.load(os.path.join(run_dir, "config.yaml"))
+    with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8") as handle:
+        epochs = [line for line in map(json.loads, handle) if line.get("event") == "epoch_end"]
+    split = json.loads(open(os.path.join(run_dir, "split.json"), encoding="utf-8").read())
+    members = set(split[cfg.data.train_users])
+    corpus = load_run_corpus(cfg.data, cfg.seed)
+    texts = [t for t, u in zip(corpus["text"], corpus["user_id"]) if u in members]
+    words = sum(sum(term is not None for term in w.terms) for w in WordSegmenter().pipe(texts))
+    return statistics.median(e["train_seconds"] for e in epochs) / words
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--docs", type=int, nargs="+", default=[5000, 50000], help="corpus sizes for the graph pass")
@@ -224,7 +344,17 @@ def main() -> None:
     parser.add_argument("--build-docs", type=int, default=2400, help="realistic notes of the full build (0: skip it)")
     parser.add_argument("--build-n-process", type=int, nargs="+", default=[1, 2], help="NER processes of the full build")
     parser.add_argument("--build-repeats", type=int, default=3, help="full builds per n_process")
+    parser.add_argument("--scale-data", help="a `ppmlm synth` JSONL corpus: measure the sharded build's scaling only")
+    parser.add_argument("--scale-graph-docs", type=int, default=20000, help="notes of the --ner none scaling builds")
+    parser.add_argument("--scale-ner-docs", type=int, default=2000, help="notes of the NER scaling builds")
+    parser.add_argument("--scale-processes", type=int, nargs="+", default=[1, 2], help="processes of the scaling builds")
+    parser.add_argument("--scale-shard-size", type=int, default=2000,
+                        help="notes per shard: below notes / processes, a worker gets nothing to do")
+    parser.add_argument("--train-run", help="a finished training run: price the passes against its fine-tuning")
     args = parser.parse_args()
+    if args.scale_data:
+        scaling(args)
+        return
 
     first_texts: list[str] = []
     tokenizer = spacy.blank("en").tokenizer  # the baseline: the tokenizer WordSegmenter wraps

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import resource
 import sys
 from pathlib import Path
 
@@ -21,23 +22,39 @@ def _synth(args) -> None:
     print(f"wrote {len(records)} {args.domain} documents of {args.users} synthetic {users} to {args.out}")
 
 
+def _peak_rss_mib(who: str) -> float:
+    """Peak resident memory of this process, or of its largest ended child process (Linux reports KiB)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF if who == "self" else resource.RUSAGE_CHILDREN)
+    return usage.ru_maxrss / 1024
+
+
 def _blacklist(args) -> None:
-    from ppmlm.corpus.loading import load_corpus
-    from ppmlm.identifiers.blacklist import Blacklist, build_blacklist, check_output_dir
+    from ppmlm.corpus.streaming import FileShards
+    from ppmlm.identifiers.blacklist import Blacklist, check_output_dir
+    from ppmlm.identifiers.shards import DEFAULT_SHARD_SIZE, build_in_shards, check_engine, remove_work_dir
 
     check_output_dir(args.out)  # before minutes of NER, not after
+    work_dir = None
     if args.from_dir:
         blacklist = Blacklist.load(args.from_dir).with_k(args.k)
     else:
         if not args.data:
             raise PPMLMError("give --data PATH (or --from DIR to re-threshold a saved blacklist)")
-        corpus = load_corpus(args.data, args.text_column, args.user_column, args.doc_id_column)
-        blacklist = build_blacklist(
-            corpus, k=args.k, n=args.ngram, ner=args.ner, spans_from=args.spans_from,
-            gold_field=args.gold_field, casefold=args.casefold, n_process=args.n_process, profile=args.profile,
+        check_engine(args.engine, args.scheduler)
+        shards = FileShards(args.data, args.shard_size or DEFAULT_SHARD_SIZE, args.text_column, args.user_column,
+                            args.doc_id_column, keep=(args.spans_from, args.gold_field))
+        work_dir = args.work_dir or args.out.with_name(f".{args.out.name}.shards")
+        blacklist = build_in_shards(
+            shards, k=args.k, n=args.ngram, ner=args.ner, spans_from=args.spans_from, gold_field=args.gold_field,
+            casefold=args.casefold, profile=args.profile, engine=args.engine, scheduler=args.scheduler,
+            processes=args.n_process, work_dir=work_dir,
         )
     blacklist.save(args.out)
+    if work_dir is not None:
+        remove_work_dir(work_dir)  # the shard results hold spans: gone once the artifact is saved
     print(blacklist.summary())
+    print(f"peak memory: {_peak_rss_mib('self'):,.0f} MiB in this process, "
+          f"{_peak_rss_mib('children'):,.0f} MiB in its largest worker process")
     print(f"wrote {args.out} (sensitive: it lists identifiers; never share it)")
 
 
@@ -145,7 +162,17 @@ def build_parser() -> argparse.ArgumentParser:
     blacklist.add_argument("--doc-id-column", default="doc_id")
     blacklist.add_argument("--casefold", action="store_true", help="fold case in terms (for uncased models)")
     blacklist.add_argument("--n-process", type=positive_int, default=None,
-                           help="processes for NER (default: 2 for 1,000 notes or more when 2 cores are available, else 1)")
+                           help="worker processes for the shards, or workers of a local Dask cluster (default: 2 for "
+                                "1,000 notes or more when 2 cores are available, else 1)")
+    blacklist.add_argument("--shard-size", type=positive_int,
+                           help="documents per shard (default 2,000); memory follows a shard, not the corpus")
+    blacklist.add_argument("--engine", default="local",
+                           help="local: this machine's processes; dask: a Dask cluster (pip install 'ppmlm[distributed]')")
+    blacklist.add_argument("--scheduler", help="with --engine dask: a scheduler address (tcp://HOST:8786), or local "
+                                               "to start a cluster of --n-process workers on this machine")
+    blacklist.add_argument("--work-dir", type=Path,
+                           help="where shard results are kept until the artifact is saved; a killed build run again "
+                                "resumes from them (default: .OUT.shards beside --out)")
     blacklist.add_argument("--from", dest="from_dir", help="re-threshold a saved blacklist at a new --k, without reading text")
     blacklist.set_defaults(run=_blacklist)
 

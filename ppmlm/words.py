@@ -90,6 +90,12 @@ class WordSegmenter:
     def __call__(self, text: str) -> Words:
         return self._words(self._tokenizer(text))
 
+    def memory_zone(self):
+        """spaCy's memory zone of the tokenizer (spaCy >= 3.8): the strings and lexemes added while segmenting
+        inside it are freed at its end, so memory stays flat over millions of documents. `Words` hold plain
+        Python values and outlive the zone."""
+        return _blank(self.lang).memory_zone()
+
     def pipe(self, texts: Iterable[str], batch_size: int = 1000) -> Iterator[Words]:
         for doc in self._tokenizer.pipe(texts, batch_size=batch_size):
             yield self._words(doc)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Iterator
 
 import datasets
 
@@ -46,25 +47,8 @@ def load_corpus(
     texts = dataset[text_column]
     doc_ids = dataset[doc_id_column] if has_doc_ids else [str(i) for i in range(len(dataset))]
     users = dataset[user_column] if user_column is not None else doc_ids
-    clean_users, clean_doc_ids, seen = [], [], {}
-    for i, (text, user, doc_id) in enumerate(zip(texts, users, doc_ids)):
-        record = f"{where}: record {i}" + (f" ({doc_id_column}={doc_id!r})" if has_doc_ids else "")
-        if not isinstance(text, str):
-            kind = "null" if text is None else f"not text ({type(text).__name__})"
-            raise CorpusError(f"{record}: column {text_column!r} is {kind}")
-        if not text.strip():
-            raise CorpusError(f"{record}: column {text_column!r} is empty")
-        missing_user = user is None or (isinstance(user, str) and not user.strip()) or user != user  # None, "", NaN
-        if user_column is not None and missing_user:
-            raise CorpusError(f"{record}: column {user_column!r} is null or empty (got {user!r})")
-        if doc_id is None or str(doc_id) == "":
-            raise CorpusError(f"{record}: column {doc_id_column!r} is null or empty")
-        doc_id = str(doc_id)
-        if doc_id in seen:
-            raise CorpusError(f"{record}: {doc_id_column} {doc_id!r} repeats record {seen[doc_id]}")
-        seen[doc_id] = i
-        clean_users.append(str(user))
-        clean_doc_ids.append(doc_id)
+    checker = RecordChecker(where, text_column, user_column, doc_id_column if has_doc_ids else None)
+    clean_users, clean_doc_ids = checker.check(texts, users, doc_ids)
     if len(dataset) == 0:
         raise CorpusError(f"{where}: no records")
     renames = {c: s for c, s in ((text_column, TEXT),) if c != s}
@@ -75,6 +59,40 @@ def load_corpus(
     dataset = dataset.rename_columns(renames) if renames else dataset
     dataset = dataset.add_column(USER, clean_users).add_column(DOC, clean_doc_ids)
     return dataset.select_columns([TEXT, USER, DOC] + [c for c in dataset.column_names if c not in (TEXT, USER, DOC)])
+
+
+class RecordChecker:
+    """The checks of `load_corpus` on records read in order, all at once or shard by shard: a text that is not
+    empty text, a user, and a document id that no earlier record has (ids seen so far are remembered)."""
+
+    def __init__(self, where: str, text_column: str, user_column: str | None, doc_id_column: str | None):
+        self.where, self.text_column, self.user_column, self.doc_id_column = where, text_column, user_column, doc_id_column
+        self.seen: dict[str, int] = {}
+        self.records = 0
+
+    def check(self, texts: list, users: list, doc_ids: list) -> tuple[list[str], list[str]]:
+        """The records' users and document ids as strings; raises CorpusError naming the first bad record."""
+        clean_users, clean_doc_ids, seen = [], [], self.seen
+        for i, (text, user, doc_id) in enumerate(zip(texts, users, doc_ids), start=self.records):
+            record = f"{self.where}: record {i}" + (f" ({self.doc_id_column}={doc_id!r})" if self.doc_id_column else "")
+            if not isinstance(text, str):
+                kind = "null" if text is None else f"not text ({type(text).__name__})"
+                raise CorpusError(f"{record}: column {self.text_column!r} is {kind}")
+            if not text.strip():
+                raise CorpusError(f"{record}: column {self.text_column!r} is empty")
+            missing_user = user is None or (isinstance(user, str) and not user.strip()) or user != user  # None, "", NaN
+            if self.user_column is not None and missing_user:
+                raise CorpusError(f"{record}: column {self.user_column!r} is null or empty (got {user!r})")
+            if doc_id is None or str(doc_id) == "":
+                raise CorpusError(f"{record}: column {self.doc_id_column!r} is null or empty")
+            doc_id = str(doc_id)
+            if doc_id in seen:
+                raise CorpusError(f"{record}: {self.doc_id_column} {doc_id!r} repeats record {seen[doc_id]}")
+            seen[doc_id] = i
+            clean_users.append(str(user))
+            clean_doc_ids.append(doc_id)
+        self.records += len(clean_doc_ids)
+        return clean_users, clean_doc_ids
 
 
 def _read(path: Path, id_columns: tuple[str, ...]) -> datasets.Dataset:
@@ -116,7 +134,17 @@ def _check_utf8(path: Path) -> None:
 
 def _read_jsonl(path: Path, id_columns: tuple[str, ...]) -> datasets.Dataset:
     """Ids may be numbers in one record and strings in another; they are read as strings."""
-    records = []
+    records = list(jsonl_records(path, id_columns))
+    if not records:
+        raise CorpusError(f"{path}: no records")
+    try:
+        return datasets.Dataset.from_list(records)
+    except Exception:  # arrow cannot unify the types of a field across records: name the first culprit
+        raise CorpusError(f"{path}: {_first_type_clash(records)}") from None
+
+
+def jsonl_records(path: Path, id_columns: tuple[str, ...]) -> Iterator[dict]:
+    """The records of a JSONL file one at a time, numeric ids as strings; a bad line raises CorpusError naming it."""
     with path.open("rb") as handle:
         for line_number, raw in enumerate(handle, start=1):
             try:
@@ -142,13 +170,7 @@ def _read_jsonl(path: Path, id_columns: tuple[str, ...]) -> datasets.Dataset:
                 if isinstance(value, str) and not _encodable(value):
                     raise CorpusError(f"{path}: line {line_number}: column {column!r} holds a lone surrogate "
                                       f"(an escape such as \\ud800 that encodes no character)")
-            records.append(record)
-    if not records:
-        raise CorpusError(f"{path}: no records")
-    try:
-        return datasets.Dataset.from_list(records)
-    except Exception:  # arrow cannot unify the types of a field across records: name the first culprit
-        raise CorpusError(f"{path}: {_first_type_clash(records)}") from None
+            yield record
 
 
 def _encodable(text: str) -> bool:

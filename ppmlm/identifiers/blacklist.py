@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -28,11 +29,12 @@ from typing import Iterable, Iterator
 
 import datasets
 import numpy as np
+import scipy.sparse as sp
 from tqdm.auto import tqdm
 
 from ppmlm.errors import BlacklistError, CorpusError
 from ppmlm.identifiers.evidence import EvidenceSettings, evidence_terms, words_tagged
-from ppmlm.identifiers.graph import GraphBuilder, UserTermGraph
+from ppmlm.identifiers.graph import GraphBuilder, GraphMerger, UserTermGraph
 from ppmlm.identifiers.labels import NAME
 from ppmlm.identifiers.ner import Span, load_ner
 from ppmlm.identifiers.profiles import DEFAULT_PROFILE
@@ -108,11 +110,7 @@ class Blacklist:
 
     def protected_words(self, words: Words, doc_id: str | None = None, spans: list[Span] | None = None) -> np.ndarray:
         """Boolean per word: part of a blacklisted term occurrence or inside a direct span of this document."""
-        protected = self._matcher.matched(words)
-        spans = self.spans.get(doc_id, ()) if spans is None else spans
-        if spans:
-            protected |= words_in_spans(words, spans)
-        return protected
+        return protected_in(self._matcher, words, self.spans.get(doc_id, ()) if spans is None else spans)
 
     def kinds(self) -> dict[str, int]:
         counts = {DIRECT: 0, INDIRECT: 0, BOTH: 0}
@@ -336,10 +334,180 @@ def words_in_spans(words: Words, spans: list[Span]) -> np.ndarray:
 def corpus_fingerprint(corpus: datasets.Dataset) -> str:
     """Changes whenever a text, a user or a document id changes: the key of the blacklist cache."""
     digest = hashlib.blake2b(digest_size=16)
-    for text, user, doc_id in zip(corpus["text"], corpus["user_id"], corpus["doc_id"]):
+    update_fingerprint(digest, corpus["text"], corpus["user_id"], corpus["doc_id"])
+    return digest.hexdigest()
+
+
+def update_fingerprint(digest, texts: Iterable[str], users: Iterable[str], doc_ids: Iterable[str]) -> None:
+    """Feeds records to a `corpus_fingerprint` digest: shards fed in corpus order give the whole corpus's fingerprint."""
+    for text, user, doc_id in zip(texts, users, doc_ids):
         digest.update(f"{doc_id}\x00{user}\x00{len(text)}\x00".encode())
         digest.update(text.encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()
+
+
+@dataclass
+class ShardCounts:
+    """What one shard of the corpus gives the blacklist: its direct spans and its users × terms counts. Merged in
+    corpus order (`CountsMerger`), the shards' counts are exactly those of one pass over the whole corpus."""
+    documents: int
+    spans: dict[str, list[Span]]
+    graph: UserTermGraph
+    tagged_words: Counter  # occurrences of each word inside evidence spans (`words_tagged`)
+    direct: dict[str, TermEntry]  # span terms, tagged counts and labels
+    words_per_user: dict[str, int]
+    direct_per_user: dict[str, set]  # the distinct span terms of each user
+
+    def to_bytes(self) -> bytes:
+        """An .npz file (no pickle): the graph's arrays, and the rest as one JSON text."""
+        meta = {
+            "documents": self.documents,
+            "spans": {doc_id: [[span.start, span.end, span.label] for span in spans] for doc_id, spans in self.spans.items()},
+            "users": self.graph.users, "terms": self.graph.terms,
+            "tagged_words": list(self.tagged_words.items()),
+            "direct": [asdict(entry) for entry in self.direct.values()],
+            "words_per_user": list(self.words_per_user.items()),
+            "direct_per_user": [[user, sorted(terms)] for user, terms in self.direct_per_user.items()],
+        }
+        matrix = sp.coo_array(self.graph.matrix)
+        buffer = io.BytesIO()
+        np.savez(buffer, meta=np.frombuffer(json.dumps(meta, ensure_ascii=False).encode("utf-8"), dtype=np.uint8),
+                 term_n=self.graph.term_n, row=matrix.row.astype(np.int32), col=matrix.col.astype(np.int32),
+                 data=matrix.data)
+        return buffer.getvalue()
+
+    @classmethod
+    def from_bytes(cls, content: bytes) -> "ShardCounts":
+        with np.load(io.BytesIO(content), allow_pickle=False) as arrays:
+            meta = json.loads(arrays["meta"].tobytes().decode("utf-8"))
+            shape = (len(meta["users"]), len(meta["terms"]))
+            matrix = sp.csr_array((arrays["data"], (arrays["row"], arrays["col"])), shape=shape)
+            graph = UserTermGraph(meta["users"], meta["terms"], arrays["term_n"], matrix)
+        return cls(
+            documents=meta["documents"],
+            spans={doc_id: [Span(*span) for span in spans] for doc_id, spans in meta["spans"].items()},
+            graph=graph,
+            tagged_words=Counter(dict(meta["tagged_words"])),
+            direct={entry["term"]: TermEntry(**entry) for entry in meta["direct"]},
+            words_per_user=dict(meta["words_per_user"]),
+            direct_per_user={user: set(terms) for user, terms in meta["direct_per_user"]},
+        )
+
+
+def count_shard(texts: list[str], users: list[str], doc_ids: list[str], spans: dict[str, list[Span]], n: int,
+                segmenter: WordSegmenter, progress: bool = False) -> ShardCounts:
+    """The graph pass over one shard: users × terms counts, span terms and the per-user counts of the stats."""
+    builder = GraphBuilder(n)
+    direct: dict[str, TermEntry] = {}
+    tagged_words: Counter = Counter()
+    words_per_user: Counter = Counter()
+    direct_per_user: dict[str, set] = defaultdict(set)
+    for words, text, user, doc_id in tqdm(
+        zip(segmenter.pipe(texts), texts, users, doc_ids), total=len(texts), desc="graph", disable=not progress
+    ):
+        builder.add(user, words)
+        words_per_user[user] += sum(term is not None for term in words.terms)
+        doc_spans = spans.get(doc_id, ())
+        tagged_words.update(words_tagged(words, doc_spans))
+        for span in doc_spans:
+            direct_per_user[user].add(segmenter.term_of(text[span.start:span.end]))
+            for term in _span_terms(words, span, segmenter):
+                entry = direct.setdefault(term, TermEntry(term, len(term.split(" ")), DIRECT, 0, 0))
+                entry.tagged += 1
+                if span.label not in entry.labels:
+                    entry.labels.append(span.label)
+    direct_per_user = {user: terms - {None} for user, terms in direct_per_user.items()}
+    return ShardCounts(len(texts), spans, builder.build(), tagged_words, direct, dict(words_per_user), direct_per_user)
+
+
+class CountsMerger:
+    """Adds up shards' counts in corpus order: users and terms keep the order of their first occurrence, so the
+    merged graph, and the artifact, are those of a single pass."""
+
+    def __init__(self):
+        self.documents = 0
+        self.spans: dict[str, list[Span]] = {}
+        self.graph = GraphMerger()
+        self.tagged_words: Counter = Counter()
+        self.direct: dict[str, TermEntry] = {}
+        self.words_per_user: Counter = Counter()
+        self.direct_per_user: dict[str, set] = defaultdict(set)
+
+    def add(self, counts: ShardCounts) -> None:
+        self.documents += counts.documents
+        self.spans.update(counts.spans)
+        self.graph.add(counts.graph)
+        self.tagged_words.update(counts.tagged_words)
+        for term, shard_entry in counts.direct.items():
+            entry = self.direct.setdefault(term, TermEntry(term, shard_entry.n, DIRECT, 0, 0))
+            entry.tagged += shard_entry.tagged
+            entry.labels += [label for label in shard_entry.labels if label not in entry.labels]
+        self.words_per_user.update(counts.words_per_user)
+        for user, terms in counts.direct_per_user.items():
+            self.direct_per_user[user] |= terms
+
+
+@dataclass
+class ProtectionCounts:
+    """The stats pass over one shard, once the blacklist is known: protected word occurrences, and gold coverage."""
+    total_words: int = 0
+    protected_words: int = 0
+    gold_words: dict[str, list[int]] = field(default_factory=dict)  # label -> [protected, all]
+    gold_union: list[int] = field(default_factory=lambda: [0, 0, 0])  # gold protected, gold all, protected not gold
+
+    def add(self, other: "ProtectionCounts") -> None:
+        self.total_words += other.total_words
+        self.protected_words += other.protected_words
+        for label, (hit, total) in other.gold_words.items():
+            counts = self.gold_words.setdefault(label, [0, 0])
+            counts[0] += hit
+            counts[1] += total
+        self.gold_union = [a + b for a, b in zip(self.gold_union, other.gold_union)]
+
+
+def count_protection(texts: list[str], doc_ids: list[str], spans: dict[str, list[Span]], gold: dict | None,
+                     matcher: TermMatcher, segmenter: WordSegmenter, progress: bool = False) -> ProtectionCounts:
+    counts = ProtectionCounts()
+    for words, doc_id in tqdm(zip(segmenter.pipe(texts), doc_ids), total=len(texts), desc="protected share",
+                              disable=not progress):
+        is_term = np.array([t is not None for t in words.terms], dtype=bool)
+        protected = protected_in(matcher, words, spans.get(doc_id, ()))
+        counts.total_words += int(is_term.sum())
+        counts.protected_words += int((protected & is_term).sum())
+        if gold is not None:
+            doc_gold = gold.get(doc_id, [])
+            for span in doc_gold:
+                inside = words_in_spans(words, [span]) & is_term
+                label_counts = counts.gold_words.setdefault(span.label, [0, 0])
+                label_counts[0] += int((inside & protected).sum())
+                label_counts[1] += int(inside.sum())
+            any_gold = words_in_spans(words, doc_gold) & is_term
+            counts.gold_union[0] += int((any_gold & protected).sum())
+            counts.gold_union[1] += int(any_gold.sum())
+            counts.gold_union[2] += int((protected & is_term & ~any_gold).sum())
+    return counts
+
+
+def protected_in(matcher: TermMatcher, words: Words, spans) -> np.ndarray:
+    """Boolean per word: part of an occurrence of a blacklisted term, or inside one of the document's spans."""
+    protected = matcher.matched(words)
+    if spans:
+        protected |= words_in_spans(words, spans)
+    return protected
+
+
+def blacklist_from_counts(counts: CountsMerger, k: int, ner: str, casefold: bool, min_tagged_share: float,
+                          profile: str) -> Blacklist:
+    """The terms of the whole corpus from its merged counts (the stats come after a second pass, `finish_stats`)."""
+    graph = counts.graph.build()
+    direct = _frequently_tagged(graph, counts.direct, min_tagged_share)
+    _add_corpus_evidence(direct, graph, counts.tagged_words, k, ner, profile, casefold)
+    return Blacklist(_combine(graph, k, direct), counts.spans, casefold=casefold, graph=graph)
+
+
+def finish_stats(blacklist: Blacklist, counts: CountsMerger, protection: ProtectionCounts, k: int, has_gold: bool,
+                 parameters: dict) -> None:
+    blacklist.stats = _stats(blacklist, blacklist.graph, k, counts, protection, has_gold)
+    blacklist.stats["parameters"] = parameters
 
 
 def build_blacklist(
@@ -367,41 +535,33 @@ def build_blacklist(
     clinician's surname tagged in most notes is protected in the notes where NER missed it. Corpus evidence
     (`ppmlm.identifiers.evidence`) then adds the words the corpus shows to be identifiers. `profile`
     (PROFILES: "balanced" or "high-recall") sets how much the NER and the corpus evidence protect.
-    `n_process` NER processes; None chooses (`ner_processes`).
+    `n_process` NER processes; None chooses (`ner_processes`). The whole corpus is one shard held in memory;
+    `ppmlm.identifiers.shards.build_in_shards` builds the same artifact shard by shard.
     """
     if k < 1 or n < 1:
         raise ValueError("k and n must be at least 1")
     texts, users, doc_ids = corpus["text"], corpus["user_id"], corpus["doc_id"]
     n_process = ner_processes(len(texts)) if n_process is None else n_process
-    spans = _direct_spans(corpus, ner, spans_from, batch_size, n_process, progress, profile)
+    if spans_from and spans_from not in corpus.column_names:
+        raise CorpusError(f"no column {spans_from!r} to take spans from (columns: {', '.join(corpus.column_names)})")
+    given = gold_spans(corpus, spans_from) if spans_from else {}
+    spans = direct_spans(texts, doc_ids, given, load_ner(ner, profile), batch_size, n_process, progress, ner)
     segmenter = WordSegmenter(casefold=casefold)
-    builder = GraphBuilder(n)
-    direct: dict[str, TermEntry] = {}
-    tagged_words: Counter = Counter()
-    for words, text, user, doc_id in tqdm(
-        zip(segmenter.pipe(texts), texts, users, doc_ids), total=len(texts), desc="graph", disable=not progress
-    ):
-        builder.add(user, words)
-        tagged_words.update(words_tagged(words, spans.get(doc_id, ())))
-        for span in spans.get(doc_id, ()):
-            for term in _span_terms(words, span, segmenter):
-                entry = direct.setdefault(term, TermEntry(term, len(term.split(" ")), DIRECT, 0, 0))
-                entry.tagged += 1
-                if span.label not in entry.labels:
-                    entry.labels.append(span.label)
-    graph = builder.build()
-    direct = _frequently_tagged(graph, direct, min_tagged_share)
-    _add_corpus_evidence(direct, graph, tagged_words, k, ner, profile, casefold)
-    terms = _combine(graph, k, direct)
-    blacklist = Blacklist(terms, spans, casefold=casefold, graph=graph)
-    gold = gold_spans(corpus, gold_field) if gold_field and gold_field in corpus.column_names else None
-    blacklist.stats = _stats(blacklist, graph, k, corpus, segmenter, gold, progress)
-    blacklist.stats["parameters"] = {
-        "k": k, "n": n, "ner": ner, "spans_from": spans_from, "casefold": casefold,
-        "min_tagged_share": min_tagged_share, "profile": profile,
-        "corpus_fingerprint": corpus_fingerprint(corpus),
-    }
+    counts = CountsMerger()
+    counts.add(count_shard(texts, users, doc_ids, spans, n, segmenter, progress))
+    blacklist = blacklist_from_counts(counts, k, ner, casefold, min_tagged_share, profile)
+    has_gold = bool(gold_field) and gold_field in corpus.column_names
+    gold = gold_spans(corpus, gold_field) if has_gold else None
+    protection = count_protection(texts, doc_ids, spans, gold, blacklist._matcher, segmenter, progress)
+    finish_stats(blacklist, counts, protection, k, has_gold, blacklist_parameters(
+        k, n, ner, spans_from, casefold, min_tagged_share, profile, corpus_fingerprint(corpus)))
     return blacklist
+
+
+def blacklist_parameters(k, n, ner, spans_from, casefold, min_tagged_share, profile, fingerprint) -> dict:
+    """stats.json's parameters: what the cache looks a blacklist up by."""
+    return {"k": k, "n": n, "ner": ner, "spans_from": spans_from, "casefold": casefold,
+            "min_tagged_share": min_tagged_share, "profile": profile, "corpus_fingerprint": fingerprint}
 
 
 def ner_processes(documents: int, cores: int | None = None) -> int:
@@ -412,26 +572,24 @@ def ner_processes(documents: int, cores: int | None = None) -> int:
     return 2 if documents >= AUTO_PARALLEL_DOCUMENTS and cores >= 2 else 1
 
 
-def _direct_spans(corpus, ner, spans_from, batch_size, n_process, progress, profile) -> dict[str, list[Span]]:
+def direct_spans(texts: list[str], doc_ids: list[str], given: dict[str, list[Span]], backend, batch_size: int,
+                 n_process: int, progress: bool, ner: str) -> dict[str, list[Span]]:
+    """The spans of each document that has some, in corpus order: `given` ones (a corpus column) and NER's."""
     spans: dict[str, list[Span]] = defaultdict(list)
-    if spans_from:
-        if spans_from not in corpus.column_names:
-            raise CorpusError(f"no column {spans_from!r} to take spans from (columns: {', '.join(corpus.column_names)})")
-        for doc_id, doc_spans in gold_spans(corpus, spans_from).items():
-            spans[doc_id].extend(doc_spans)
-    backend = load_ner(ner, profile)
+    for doc_id, doc_spans in given.items():
+        spans[doc_id].extend(doc_spans)
     if backend is not None:
-        texts = corpus["text"]
         found = backend.spans(texts, batch_size=batch_size, n_process=n_process)
-        for doc_id, doc_spans in tqdm(zip(corpus["doc_id"], found), total=len(texts), desc=f"NER ({ner})", disable=not progress):
+        for doc_id, doc_spans in tqdm(zip(doc_ids, found), total=len(texts), desc=f"NER ({ner})", disable=not progress):
             spans[doc_id].extend(doc_spans)
-    return {doc_id: sorted(set(s), key=lambda s: (s.start, s.end)) for doc_id, s in spans.items() if s}
+    return {doc_id: sorted(set(spans[doc_id]), key=lambda s: (s.start, s.end)) for doc_id in doc_ids if spans.get(doc_id)}
 
 
-def gold_spans(corpus: datasets.Dataset, column: str) -> dict[str, list[Span]]:
-    """Spans from a corpus column: a list of {start, end, label} objects (or [start, end, label]) per record."""
+def gold_spans(corpus: datasets.Dataset, column: str, first_record: int = 0) -> dict[str, list[Span]]:
+    """Spans from a corpus column: a list of {start, end, label} objects (or [start, end, label]) per record.
+    `corpus` may be a shard (any mapping of columns to lists), whose first record is `first_record`."""
     spans = {}
-    for i, (doc_id, text, value) in enumerate(zip(corpus["doc_id"], corpus["text"], corpus[column])):
+    for i, (doc_id, text, value) in enumerate(zip(corpus["doc_id"], corpus["text"], corpus[column]), start=first_record):
         doc_spans = []
         for item in value or ():
             try:
@@ -552,56 +710,31 @@ def _gold_report(gold_words: dict, gold_union: list[int], protected_words: int, 
     }
 
 
-def _stats(blacklist: Blacklist, graph: UserTermGraph, k: int, corpus, segmenter, gold, progress) -> dict:
+def _stats(blacklist: Blacklist, graph: UserTermGraph, k: int, counts: CountsMerger, protection: ProtectionCounts,
+           has_gold: bool) -> dict:
     """Counts and per-user distributions behind the paper's Figures 2, 3, 8 and 10; no terms, no user ids."""
-    user_index = {u: i for i, u in enumerate(graph.users)}
-    words_per_user = np.zeros(len(graph.users), dtype=np.int64)
-    direct_per_user: list[set] = [set() for _ in graph.users]
-    protected_words = total_words = 0
-    gold_words = defaultdict(lambda: [0, 0])  # label -> [protected, total]
-    gold_union = [0, 0, 0]  # gold words: protected, all; then protected words outside every gold span
-    for words, text, user, doc_id in tqdm(
-        zip(segmenter.pipe(corpus["text"]), corpus["text"], corpus["user_id"], corpus["doc_id"]),
-        total=len(corpus), desc="protected share", disable=not progress,
-    ):
-        is_term = np.array([t is not None for t in words.terms], dtype=bool)
-        protected = blacklist.protected_words(words, doc_id)
-        total_words += int(is_term.sum())
-        protected_words += int((protected & is_term).sum())
-        u = user_index[user]
-        words_per_user[u] += int(is_term.sum())
-        for span in blacklist.spans.get(doc_id, ()):
-            direct_per_user[u].add(segmenter.term_of(text[span.start:span.end]))
-        if gold is not None:
-            doc_gold = gold.get(doc_id, [])
-            for span in doc_gold:
-                inside = words_in_spans(words, [span]) & is_term
-                gold_words[span.label][0] += int((inside & protected).sum())
-                gold_words[span.label][1] += int(inside.sum())
-            any_gold = words_in_spans(words, doc_gold) & is_term
-            gold_union[0] += int((any_gold & protected).sum())
-            gold_union[1] += int(any_gold.sum())
-            gold_union[2] += int((protected & is_term & ~any_gold).sum())
     unigram = graph.term_n == 1
     degrees, first = np.unique(graph.degree[unigram], return_inverse=True)
-    counts = {
+    total_words, protected_words = protection.total_words, protection.protected_words
+    stats_counts = {
         "users": len(graph.users),
-        "documents": len(corpus),
+        "documents": counts.documents,
         "word_occurrences": total_words,
         "protected_share": protected_words / max(total_words, 1),
     }
-    if gold is not None:
+    gold_words = protection.gold_words
+    if has_gold:
         covered, total = (sum(v[i] for v in gold_words.values()) for i in (0, 1))
-        counts["gold_coverage"] = covered / max(total, 1)
-        counts["gold_coverage_by_label"] = {label: v[0] / max(v[1], 1) for label, v in sorted(gold_words.items())}
-    counts.update(_term_counts(graph, k, blacklist.terms))
-    report = {"gold": _gold_report(gold_words, gold_union, protected_words, total_words)} if gold is not None else {}
+        stats_counts["gold_coverage"] = covered / max(total, 1)
+        stats_counts["gold_coverage_by_label"] = {label: v[0] / max(v[1], 1) for label, v in sorted(gold_words.items())}
+    stats_counts.update(_term_counts(graph, k, blacklist.terms))
+    report = {"gold": _gold_report(gold_words, protection.gold_union, protected_words, total_words)} if has_gold else {}
     return {
         **report,
-        "counts": counts,
+        "counts": stats_counts,
         "per_user": {
-            "words": words_per_user.tolist(),
-            "direct": [len(s - {None}) for s in direct_per_user],
+            "words": [counts.words_per_user.get(user, 0) for user in graph.users],
+            "direct": [len(counts.direct_per_user.get(user, ())) for user in graph.users],
             **_indirect_per_user(graph, k, blacklist.terms),
         },
         "word_user_degree": {  # Figure 3: how many users share each word, counted over distinct words and occurrences

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ppmlm.errors import ConfigError
 from ppmlm.identifiers.profiles import PROFILES
+from ppmlm.identifiers.shards import ENGINES
 from ppmlm.section import Section, checked, choice, existing_path, integer, text
 
 
@@ -18,3 +20,10 @@ class BlacklistConfig(Section):
     casefold: bool | None = checked(choice(None, True, False))  # null: when the tokenizer lowercases
     n_process: int | None = checked(integer(minimum=1, nullable=True))
     cache_dir: str = checked(text())
+    engine: str = checked(choice(*ENGINES))  # local: this machine's processes; dask: a Dask cluster (docs/blacklist.md)
+    scheduler: str | None = checked(text(nullable=True))  # with engine dask: tcp://HOST:8786 or local
+
+    def check_together(self, prefix: str) -> None:
+        if (self.engine == "dask") != bool(self.scheduler):
+            raise ConfigError(f"{prefix}.scheduler={self.scheduler}: expected a Dask scheduler address (tcp://HOST:8786) "
+                              f"or local with {prefix}.engine=dask, and null with {prefix}.engine=local")

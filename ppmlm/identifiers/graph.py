@@ -105,3 +105,56 @@ class GraphBuilder:
             term_n=np.frombuffer(self._term_n, dtype=np.int8).copy(),
             matrix=matrix,
         )
+
+
+class GraphMerger:
+    """Adds up shards' graphs in corpus order. Users and terms are numbered by first occurrence, as `GraphBuilder`
+    numbers them in one pass, and counts of a (user, term) pair found in several shards add up. Every
+    `compact_every` pairs the pairs held so far are summed into one matrix, so memory follows the distinct pairs."""
+
+    def __init__(self, compact_every: int = 50_000_000):
+        self.compact_every = compact_every
+        self._term_ids: dict[str, int] = {}
+        self._term_n = array("b")
+        self._user_ids: dict[str, int] = {}
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # rows, cols, counts
+        self._held = 0
+
+    def add(self, graph: UserTermGraph) -> None:
+        user_ids, term_ids, term_n = self._user_ids, self._term_ids, self._term_n
+        rows = np.fromiter((user_ids.setdefault(u, len(user_ids)) for u in graph.users), dtype=np.int32,
+                           count=len(graph.users))
+        cols = np.empty(len(graph.terms), dtype=np.int32)
+        for j, (term, n) in enumerate(zip(graph.terms, graph.term_n.tolist())):
+            term_id = term_ids.get(term)
+            if term_id is None:
+                term_id = term_ids[term] = len(term_ids)
+                term_n.append(n)
+            cols[j] = term_id
+        matrix = sp.coo_array(graph.matrix)
+        self._parts.append((rows[matrix.row], cols[matrix.col], matrix.data.astype(np.int32)))
+        self._held += matrix.nnz
+        if self._held >= self.compact_every:
+            self._parts = [self._sum()]
+            self._held = len(self._parts[0][0])
+
+    def _sum(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        matrix = sp.coo_array(self._matrix())
+        return matrix.row.astype(np.int32), matrix.col.astype(np.int32), matrix.data
+
+    def _matrix(self) -> sp.csr_array:
+        shape = (len(self._user_ids), len(self._term_ids))
+        if not self._parts:
+            return sp.csr_array(shape, dtype=np.int32)
+        rows, cols, counts = (np.concatenate(column) for column in zip(*self._parts))
+        matrix = sp.csr_array((counts, (rows, cols)), shape=shape)
+        matrix.sum_duplicates()
+        return matrix
+
+    def build(self) -> UserTermGraph:
+        return UserTermGraph(
+            users=list(self._user_ids),
+            terms=list(self._term_ids),
+            term_n=np.frombuffer(self._term_n, dtype=np.int8).copy(),
+            matrix=self._matrix(),
+        )

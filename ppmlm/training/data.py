@@ -18,6 +18,7 @@ from ppmlm.features import build_features
 from ppmlm.identifiers.blacklist import Blacklist, build_blacklist
 from ppmlm.identifiers.cache import cache_entry, run_blacklist_parameters
 from ppmlm.identifiers.config import BlacklistConfig
+from ppmlm.identifiers.shards import DatasetShards, build_in_shards
 from ppmlm.masking.variants import Variant, protected_view, pseudonymize
 from ppmlm.models import uncased
 
@@ -41,10 +42,13 @@ def members_blacklist(members: datasets.Dataset, bl: BlacklistConfig, casefold: 
         if not (directory / "stats.json").exists():
             if accelerator.is_main_process:
                 accelerator.print(f"building the blacklist of {len(set(members['user_id']))} training users")
-                blacklist = build_blacklist(
-                    members, k=bl.k, n=bl.n, ner=bl.ner, spans_from=bl.spans_from,
-                    casefold=casefold, n_process=bl.n_process, profile=params["profile"],
-                )
+                options = dict(k=bl.k, n=bl.n, ner=bl.ner, spans_from=bl.spans_from, casefold=casefold,
+                               profile=params["profile"])
+                if bl.engine == "dask":  # the same artifact, built shard by shard on a cluster
+                    blacklist = build_in_shards(DatasetShards(members), engine="dask", scheduler=bl.scheduler,
+                                                processes=bl.n_process, **options)
+                else:
+                    blacklist = build_blacklist(members, n_process=bl.n_process, **options)
                 blacklist.stats["parameters"]["ner_rules"] = params["ner_rules"]  # so `ppmlm audit` finds this entry
                 blacklist.save(directory)
         else:
