@@ -124,7 +124,8 @@ def test_roc_curves_agree_with_the_audit_figures(runs, monkeypatch):
     runs_dirs = os.pathsep.join(str(runs / "runs" / name) for name in ("mlm", "ppmlm"))
     notebook = execute("roc_curves", monkeypatch, PPMLM_RUNS=runs_dirs, PPMLM_EPOCH=1)
     text = shown_text(notebook)
-    assert "12 attack figures recomputed from the scores files agree with epoch-N.json to 1e-09" in text
+    agreed = re.search(r"(\d+) attack figures recomputed from the scores files agree with epoch-N.json to 1e-09", text)
+    assert agreed and int(agreed.group(1)) >= 12, text[-2000:]  # every attack with a score, sample and user level, 2 runs
     assert not secrets_shown(runs, text)
 
 

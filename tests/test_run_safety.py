@@ -186,7 +186,7 @@ def test_ctrl_c_ends_with_one_line_and_exit_130(tmp_path):
                                 "--out", str(tmp_path / "bl")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     seen = b""
     deadline = time.time() + 240
-    while b"NER (default)" not in seen and time.time() < deadline:  # interrupt inside the NER pass
+    while b"shards:" not in seen and time.time() < deadline:  # interrupt inside the shards' NER pass
         seen += os.read(command.stderr.fileno(), 4096) or b""
     command.send_signal(signal.SIGINT)
     out, err = command.communicate(timeout=120)

@@ -279,26 +279,25 @@ class _Engine:
                 store: _Store | None, key_of: Callable[[str], str], progress: bool, desc: str) -> Iterator:
         """`function(*task_args(shard))` for each shard, or the result an earlier run saved under the same key."""
         pending: deque = deque()
-        bar = tqdm(total=len(plan), desc=desc, disable=not progress)
+        with tqdm(total=len(plan), desc=desc, disable=not progress) as bar:  # closed before an interruption's message
 
-        def finish():
-            index, key, future = pending.popleft()
-            result = future.result()
-            if store is not None and not isinstance(future, _Saved):
-                store.save(index, key, result)
-            bar.update(1)
-            return result
+            def finish():
+                index, key, future = pending.popleft()
+                result = future.result()
+                if store is not None and not isinstance(future, _Saved):
+                    store.save(index, key, result)
+                bar.update(1)
+                return result
 
-        for shard, (shard_fingerprint, _) in zip(shards, plan):
-            key = key_of(shard_fingerprint)
-            saved = store.load(shard.index, key) if store is not None else None
-            future = _Saved(saved) if saved is not None else self.submit(function, *task_args(shard))
-            pending.append((shard.index, key, future))
-            if len(pending) >= self.window:
+            for shard, (shard_fingerprint, _) in zip(shards, plan):
+                key = key_of(shard_fingerprint)
+                saved = store.load(shard.index, key) if store is not None else None
+                future = _Saved(saved) if saved is not None else self.submit(function, *task_args(shard))
+                pending.append((shard.index, key, future))
+                if len(pending) >= self.window:
+                    yield finish()
+            while pending:
                 yield finish()
-        while pending:
-            yield finish()
-        bar.close()
 
 
 class _Done:
@@ -374,7 +373,10 @@ class _engine:
         client = self.stack.enter_context(distributed.Client(address))
         return _Dask(client)
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind, error, traceback) -> None:
+        if kind is not None and self.engine == "local":  # Ctrl-C or a failure: end the shards in flight, do not wait
+            for worker in multiprocessing.active_children():
+                worker.terminate()
         self.stack.close()
 
 
