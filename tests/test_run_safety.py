@@ -178,12 +178,19 @@ def test_run_directory_knows_its_resume_point_and_unaudited_epochs(tmp_path):
         run.resume_point(False)
 
 
+def default_sigint() -> None:
+    """Ctrl-C as in a terminal, also when the suite itself runs in the background (where SIGINT is ignored and
+    Python, started with it ignored, would never raise KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_ends_with_one_line_and_exit_130(tmp_path):
     corpus = tmp_path / "c.jsonl"
     subprocess.run([sys.executable, "-m", "ppmlm.cli", "synth", "--users", "200", "--out", str(corpus)], check=True,
                    capture_output=True, timeout=300)
     command = subprocess.Popen([sys.executable, "-m", "ppmlm.cli", "blacklist", "--data", str(corpus),
-                                "--out", str(tmp_path / "bl")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                "--out", str(tmp_path / "bl")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               preexec_fn=default_sigint)
     seen = b""
     deadline = time.time() + 240
     while b"shards:" not in seen and time.time() < deadline:  # interrupt inside the shards' NER pass
