@@ -245,3 +245,21 @@ def single_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+def memorize(model, features: list[dict], tokenizer, steps: int, masking_seed: int, draw_seed: int):
+    """`model` trained with the collator and loss of training (plain masked LM) on random batches of 8 of
+    `features` at a high rate, so that a tiny model memorizes them: the attack tests' target."""
+    from ppmlm.masking.collator import PrivacyMaskingCollator
+    from ppmlm.training.objective import MaskedLMLoss
+
+    objective = MaskedLMLoss(model)
+    optimizer = torch.optim.AdamW(objective.parameters(), lr=3e-3)
+    collator = PrivacyMaskingCollator(tokenizer, generator=torch.Generator().manual_seed(masking_seed))
+    draw = torch.Generator().manual_seed(draw_seed)
+    for _ in range(steps):
+        batch = collator([features[i] for i in torch.randint(len(features), (8,), generator=draw).tolist()])
+        objective(batch["input_ids"], batch["attention_mask"], batch["labels"]).mean().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    return objective.model.eval()

@@ -8,6 +8,7 @@ import datasets
 import numpy as np
 import pytest
 import torch
+from conftest import memorize
 
 from ppmlm.audit import AuditConfig, run_audit
 from ppmlm.audit.neighbourhood import Substitutes, chosen_chunks, replacements
@@ -71,20 +72,9 @@ def tiny_bert(vocab_size: int, seed: int):
 def trained(tokenizer, corpus, seed: int, steps: int = 250):
     """A tiny BERT trained on `corpus` with the collator and loss of training (plain mlm): it memorizes the pairs."""
     from ppmlm.features import FEATURE_COLUMNS, build_features
-    from ppmlm.masking.collator import PrivacyMaskingCollator
-    from ppmlm.training.objective import MaskedLMLoss
 
     features = build_features(corpus, None, tokenizer, max_length=64).select_columns(list(FEATURE_COLUMNS)).to_list()
-    objective = MaskedLMLoss(tiny_bert(len(tokenizer), seed))
-    optimizer = torch.optim.AdamW(objective.parameters(), lr=3e-3)
-    collator = PrivacyMaskingCollator(tokenizer, generator=torch.Generator().manual_seed(seed))
-    draw = torch.Generator().manual_seed(seed + 100)
-    for _ in range(steps):
-        batch = collator([features[i] for i in torch.randint(len(features), (8,), generator=draw).tolist()])
-        objective(batch["input_ids"], batch["attention_mask"], batch["labels"]).mean().backward()
-        optimizer.step()
-        optimizer.zero_grad()
-    return objective.model.eval()
+    return memorize(tiny_bert(len(tokenizer), seed), features, tokenizer, steps, seed, seed + 100)
 
 
 def audit(setup, model, out, **settings):

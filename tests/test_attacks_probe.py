@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import datasets
 import pytest
 import torch
+from conftest import memorize
 
 from ppmlm.audit import AuditConfig, run_audit
 from ppmlm.audit.exposure import exposure_figures
@@ -49,25 +50,14 @@ def trained(tokenizer, members, blacklist, variant: str, steps: int = 500):
     from transformers import AutoModelForMaskedLM, BertConfig
 
     from ppmlm.features import FEATURE_COLUMNS, build_features
-    from ppmlm.masking.collator import PrivacyMaskingCollator
     from ppmlm.masking.variants import VARIANTS, protected_view
-    from ppmlm.training.objective import MaskedLMLoss
 
     features = build_features(members, protected_view(blacklist, VARIANTS[variant]), tokenizer, max_length=64)
     features = features.select_columns(list(FEATURE_COLUMNS)).to_list()
     torch.manual_seed(0)
     model = AutoModelForMaskedLM.from_config(BertConfig(vocab_size=len(tokenizer), hidden_size=64, num_hidden_layers=2,
                                                         num_attention_heads=2, intermediate_size=128))
-    objective = MaskedLMLoss(model)
-    optimizer = torch.optim.AdamW(objective.parameters(), lr=3e-3)
-    collator = PrivacyMaskingCollator(tokenizer, generator=torch.Generator().manual_seed(0))
-    draw = torch.Generator().manual_seed(1)
-    for _ in range(steps):
-        batch = collator([features[i] for i in torch.randint(len(features), (8,), generator=draw).tolist()])
-        objective(batch["input_ids"], batch["attention_mask"], batch["labels"]).mean().backward()
-        optimizer.step()
-        optimizer.zero_grad()
-    return objective.model.eval()
+    return memorize(model, features, tokenizer, steps, 0, 1)
 
 
 @pytest.fixture(scope="module")
