@@ -1,20 +1,22 @@
 """Cost of the audit at its default settings against training on the embedded default.
 
 Trains one epoch of a recipe (default ppmlm) with `ppmlm.pipeline.train`, then audits the checkpoint
-twice with `audit_checkpoint` and the run's own audit settings (`AuditConfig.from_run_config`):
+twice, as epochs 1 and 2 of a run, through `TrainingAudits` (what the per-epoch audit of a training run calls) with
+the run's own audit settings (`AuditConfig.from_run_config`):
 
 - first audit: the target pass and the reference pass (the likelihood-ratio attack). The reference here
   is the audited checkpoint itself: any reference of the same architecture (the population model, the
   starting checkpoint) costs the same.
 - later audits: the reference energies come from the audit directory's cache (every epoch audits the
-  same chunks under the same maskings, and the reference model does not change), so only the target
-  pass runs.
+  same chunks under the same maskings, and the reference model does not change), and the inputs every epoch
+  shares (chosen chunks and maskings, the auditor's graph, the identifiers, the inversion's probe) were
+  prepared by the first, so only the target model's passes run.
 
 One epoch of training is timed from the moment the run has written split.json (data, blacklist and
 features are ready; the blacklist build is cached and shared by every run, so it is not charged to an
 epoch) to its epoch_end line (model loading, all steps and the checkpoint included).
 
-The ratio that matters is what the audit adds to a training run: a run of E epochs (train.epochs, 3 by
+The ratio that matters is what the audit adds to a training run: a run of E epochs (train.epochs, 4 by
 default) audits once with the reference pass and E - 1 times without, so
 
     audit_cost_ratio = (first + (E - 1) * later) / (E * epoch)
@@ -42,13 +44,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from transformers import AutoTokenizer  # noqa: E402
 
-from ppmlm.audit import AuditConfig, audit_checkpoint  # noqa: E402
+from ppmlm.audit import AuditConfig, TrainingAudits  # noqa: E402
 from ppmlm.audit.command import training_blacklist  # noqa: E402
 from ppmlm.corpus.loading import load_run_corpus  # noqa: E402
 from ppmlm.corpus.split import UserSplit  # noqa: E402
 from ppmlm.identifiers.blacklist import Blacklist  # noqa: E402
 from ppmlm.pipeline import compose_config, train  # noqa: E402
 from ppmlm.rundir import RunDirectory  # noqa: E402
+from ppmlm.training.data import RunData  # noqa: E402
 
 TINY = ["+model.config={model_type: bert, hidden_size: 64, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 128}",
         "train.max_length=128"]
@@ -80,11 +83,12 @@ def main() -> None:
         split = UserSplit.load(RunDirectory(run_dir).split)
         blacklist = Blacklist.load(training_blacklist(cfg, corpus, split, AutoTokenizer.from_pretrained(str(checkpoint))))
         config = AuditConfig.from_run_config(cfg, progress=False)
+        audits = TrainingAudits(config, RunData(corpus, split, blacklist, features=None), Path(tmp) / "audit",
+                                reference=checkpoint)
         timings = []
-        for _ in range(2):
+        for epoch in (1, 2):
             started = time.perf_counter()
-            audited = audit_checkpoint(checkpoint, corpus, split, blacklist, Path(tmp) / "audit", 1, config,
-                                       reference=checkpoint)["audited"]
+            audited = audits.audit(checkpoint, epoch)["audited"]
             timings.append(time.perf_counter() - started)
 
     first, later = timings

@@ -28,7 +28,7 @@ from hydra.errors import HydraException, MissingConfigException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-from ppmlm.audit import audit_training_epoch, resolve_reference
+from ppmlm.audit import TrainingAudits, resolve_reference
 from ppmlm.config import RunConfig
 from ppmlm.downstream.classify import train_classifier
 from ppmlm.errors import PPMLMError
@@ -167,10 +167,11 @@ class AuditAfterEachEpoch:
 
     def __init__(self, cfg: RunConfig):
         self.cfg = cfg
-        self.reference = None
+        self.audits: TrainingAudits | None = None
 
     def on_train_begin(self, run, data, accelerator) -> None:
-        self.reference = resolve_reference(self.cfg.audit.reference, OmegaConf.create(self.cfg.resolved), train_reference)
+        reference = resolve_reference(self.cfg.audit.reference, OmegaConf.create(self.cfg.resolved), train_reference)
+        self.audits = TrainingAudits(self.cfg.audit.settings, data, run.audit, reference, self.cfg.share.policy)
         if accelerator.is_main_process:
             for epoch in run.unaudited_epochs():
                 accelerator.print(f"auditing epoch {epoch}, which has a checkpoint but no audit")
@@ -182,5 +183,4 @@ class AuditAfterEachEpoch:
             self.audit(data, run, checkpoint, epoch)
 
     def audit(self, data, run, checkpoint: Path, epoch: int) -> None:
-        audit_training_epoch(self.cfg.audit.settings, data, checkpoint, epoch, run.audit, self.reference,
-                             self.cfg.share.policy)
+        self.audits.audit(checkpoint, epoch)

@@ -377,8 +377,9 @@ def test_every_figure_recomputes_from_the_scores_files(audited_run):
 
 
 def test_training_epoch_audit_follows_the_run_configuration(audited_run):
-    """What the training loop calls after each checkpoint: settings from cfg.audit, outputs in <output_dir>/audit."""
-    from ppmlm.audit import audit_training_epoch
+    """What the training loop calls after each checkpoint: settings from cfg.audit, outputs in <output_dir>/audit;
+    a later epoch's audit reuses the first one's inputs and measures exactly what a fresh audit would."""
+    from ppmlm.audit import TrainingAudits, audit_checkpoint
     from ppmlm.config import RunConfig
     from ppmlm.pipeline import compose_config
     from ppmlm.training.data import RunData
@@ -392,8 +393,17 @@ def test_training_epoch_audit_follows_the_run_configuration(audited_run):
     checkpoint = output / "epoch-1"  # a DP run's checkpoint: privacy.json beside the weights
     shutil.copytree(audited_run.run / "checkpoints" / "epoch-1", checkpoint)
     (checkpoint / "privacy.json").write_text(json.dumps({"epsilon": {"rdp": 3.5}, "privacy": {"delta": 1e-5}}))
-    figures = audit_training_epoch(cfg.audit.settings, run_data, checkpoint, 1, output / "audit", policy=cfg.share.policy)
+    audits = TrainingAudits(cfg.audit.settings, run_data, output / "audit", policy=cfg.share.policy)
+    figures = audits.audit(checkpoint, 1)
     assert json.loads((output / "audit" / "epoch-1.json").read_text()) == figures
+    prepared = audits.inputs
+    later = audits.audit(checkpoint, 2)
+    assert audits.inputs is prepared and later["audited"]["neighbourhood_samples"] > 0  # no reference: neighbours drawn
+    fresh = audit_checkpoint(checkpoint, run_data.corpus, run_data.split, run_data.blacklist, output / "fresh", 2,
+                             cfg.audit.settings, epsilon=later["dp"], policy=cfg.share.policy)
+    for measured in (later, fresh):
+        measured.pop("seconds"), measured.pop("signature", None)
+    assert later == fresh
     assert figures["audited"]["member_users"] == 3 and figures["audited"]["maskings_per_sample"] == 4
     assert figures["config"]["max_length"] == 64 and figures["config"]["seed"] == 7
     assert figures["dp"] == {"rdp": 3.5, "delta": 1e-5, "unit": "chunk"} and figures["reference"] is None  # unit: default

@@ -9,10 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 from ppmlm.audit.config import AuditConfig
 from ppmlm.audit.policy import SharingPolicy
-from ppmlm.audit.runner import run_audit
+from ppmlm.audit.runner import AuditInputs, prepare_audit, run_audit
 from ppmlm.errors import PPMLMError
 from ppmlm.models import weights_digests
 from ppmlm.rundir import checkpoint_epsilon
@@ -20,8 +21,6 @@ from ppmlm.rundir import checkpoint_epsilon
 
 def load_masked_lm(path, device: str | torch.device):
     """A masked LM from a local directory, in eval mode; loading never draws from the global RNG."""
-    from transformers import AutoModelForMaskedLM
-
     with torch.random.fork_rng(devices=[]):
         model = AutoModelForMaskedLM.from_pretrained(str(path))
     return model.to(device).eval()
@@ -29,12 +28,12 @@ def load_masked_lm(path, device: str | torch.device):
 
 def audit_checkpoint(checkpoint, corpus, split, blacklist, out_dir, epoch: int, config: AuditConfig = AuditConfig(),
                      reference=None, epsilon: dict | None = None, device: str | None = None,
-                     policy: SharingPolicy | None = None, canaries: list | None = None) -> dict:
+                     policy: SharingPolicy | None = None, canaries: list | None = None,
+                     inputs: AuditInputs | None = None) -> dict:
     """`run_audit` on the model and tokenizer saved in `checkpoint`, recording the sha256 of its weights files;
     `reference` is a checkpoint path or None, `policy` the sharing policy the report's verdict applies, `canaries`
-    those planted in the corpus (their exposure is measured)."""
-    from transformers import AutoTokenizer
-
+    those planted in the corpus (their exposure is measured), `inputs` the audit's prepared inputs (None: prepared
+    here)."""
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     tokenizer = AutoTokenizer.from_pretrained(str(checkpoint))
     weights = weights_digests(checkpoint)  # before loading: the digests are of what the model is loaded from
@@ -44,13 +43,26 @@ def audit_checkpoint(checkpoint, corpus, split, blacklist, out_dir, epoch: int, 
         raise PPMLMError(f"reference {reference} has a vocabulary of {reference_model.config.vocab_size} tokens, "
                          f"the audited model {model.config.vocab_size}: they must share the tokenizer")
     return run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch, config, reference_model, epsilon, weights,
-                     policy, canaries)
+                     policy, canaries, inputs)
 
 
-def audit_training_epoch(config: AuditConfig, run_data, checkpoint, epoch: int, out_dir, reference=None,
-                         policy: SharingPolicy | None = None) -> dict:
-    """The audit of epoch `epoch` of a training run (main process only), with the run's audit settings,
-    outputs in `out_dir` (the run's audit/). `reference` is the resolved reference checkpoint (or None),
-    trained before training starts, on every process (`reference_checkpoint(cfg, train)`)."""
-    return audit_checkpoint(checkpoint, run_data.corpus, run_data.split, run_data.blacklist, Path(out_dir), epoch, config,
-                            reference, checkpoint_epsilon(checkpoint), policy=policy, canaries=run_data.canaries)
+class TrainingAudits:
+    """The audits of a training run's epochs (main process only), with the run's audit settings `config`, outputs in
+    `out_dir` (the run's audit/). `reference` is the resolved reference checkpoint (or None), trained before
+    training starts, on every process (`reference_checkpoint(cfg, train)`). The inputs every epoch shares
+    (`AuditInputs`) are prepared by the first audit and kept for the others."""
+
+    def __init__(self, config: AuditConfig, run_data, out_dir, reference=None, policy: SharingPolicy | None = None):
+        self.config, self.run_data, self.out_dir = config, run_data, Path(out_dir)
+        self.reference, self.policy = reference, policy
+        self.inputs: AuditInputs | None = None
+
+    def audit(self, checkpoint, epoch: int) -> dict:
+        """The audit of epoch `epoch`, whose checkpoint is `checkpoint`."""
+        data = self.run_data
+        if self.inputs is None:
+            self.inputs = prepare_audit(AutoTokenizer.from_pretrained(str(checkpoint)), data.corpus, data.split,
+                                        data.blacklist, self.config, with_reference=self.reference is not None)
+        return audit_checkpoint(checkpoint, data.corpus, data.split, data.blacklist, self.out_dir, epoch, self.config,
+                                self.reference, checkpoint_epsilon(checkpoint), policy=self.policy, canaries=data.canaries,
+                                inputs=self.inputs)

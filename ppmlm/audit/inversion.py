@@ -186,10 +186,22 @@ def accuracy(hits: int, pairs: int, confidence: float) -> dict:
     return {"value": hits / pairs, "ci": [float(low), float(high)]}
 
 
-def inversion_figures(model, tokenizer, corpus, members: list[str], non_members: list[str], blacklist, reader,
-                      degree: dict[str, int], k: int, config, pseudonym) -> tuple[dict, list[dict]]:
-    """The inversion's figures for epoch-N.json and one row per (user, attribute) for its scores file:
-    pseudonymous user, member label, rank and number of candidates (never the name or the attribute)."""
+@dataclass
+class InversionProbe:
+    """What the inversion asks, the same at every epoch: its targets, the candidates and their tokens, and the
+    template sentences (before and after the slot) of every target."""
+
+    targets: list[Target]
+    candidates: list[str]
+    candidate_ids: list[tuple[int, ...]]
+    contexts: list[tuple[str, str]]
+    templates: int
+    names_from: str
+
+
+def inversion_probe(tokenizer, corpus, members: list[str], non_members: list[str], blacklist, reader,
+                    degree: dict[str, int], k: int, config) -> InversionProbe:
+    """The probe of the audited users (see the module's docstring); `config` is the AuditConfig."""
     settings = config.inversion
     spans, source = name_spans(corpus, config.identifiers_from, blacklist)
     roles = {**{u: True for u in members}, **{u: False for u in non_members}}
@@ -201,10 +213,17 @@ def inversion_figures(model, tokenizer, corpus, members: list[str], non_members:
     templates = settings.template_list
     contexts = [template.replace(NAME_SLOT, target.name).partition(ATTRIBUTE_SLOT)[::2]
                 for target in targets for template in templates]
+    return InversionProbe(targets, candidates, candidate_tokens(tokenizer, candidates), contexts, len(templates), source)
+
+
+def inversion_figures(model, tokenizer, probe: InversionProbe, config, pseudonym) -> tuple[dict, list[dict]]:
+    """The inversion's figures for epoch-N.json and one row per (user, attribute) for its scores file:
+    pseudonymous user, member label, rank and number of candidates (never the name or the attribute)."""
+    targets, candidates = probe.targets, probe.candidates
     column_of = {key: i for i, key in enumerate(candidates)}
     # template sentences are a tenth of a chunk long: batches of 8 times the audit's hold no more tokens, in fewer passes
-    scores = (slot_scores(model, tokenizer, contexts, candidate_tokens(tokenizer, candidates), 8 * config.batch_size)
-              .reshape(len(targets), len(templates), len(candidates)).mean(axis=1) if targets else None)
+    scores = (slot_scores(model, tokenizer, probe.contexts, probe.candidate_ids, 8 * config.batch_size)
+              .reshape(len(targets), probe.templates, len(candidates)).mean(axis=1) if targets else None)
     rows = []
     for t, target in enumerate(targets):
         truth = [column_of[key] for key in target.attributes]
@@ -212,8 +231,8 @@ def inversion_figures(model, tokenizer, corpus, members: list[str], non_members:
             others = np.delete(scores[t], [c for c in truth if c != column])
             rows.append({"user": pseudonym("user", target.user), "member": int(target.member),
                          "rank": int((others > scores[t, column]).sum()) + 1, "candidates": len(others)})
-    figures = {"templates": len(templates), "candidates": len(candidates), "names_from": source,
-               "attributes_per_user": settings.attributes_per_user}
+    figures = {"templates": probe.templates, "candidates": len(candidates), "names_from": probe.names_from,
+               "attributes_per_user": config.inversion.attributes_per_user}
     for side, member in (("member", 1), ("non_member", 0)):
         ranks = [row["rank"] for row in rows if row["member"] == member]
         figures[side] = {"users": sum(target.member == bool(member) for target in targets), "pairs": len(ranks),

@@ -12,7 +12,7 @@ import hashlib
 import json
 import time
 from collections import Counter, defaultdict
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +30,7 @@ from ppmlm.audit.identifiers import (
     independent_privacy,
     privacy_score,
 )
-from ppmlm.audit.inversion import inversion_figures
+from ppmlm.audit.inversion import InversionProbe, inversion_figures, inversion_probe
 from ppmlm.audit.metrics import load_metric
 from ppmlm.audit.neighbourhood import neighbourhood_losses
 from ppmlm.audit.outputs import Pseudonyms, reference_cache, write_atomically, write_epoch, write_jsonl
@@ -41,41 +41,88 @@ from ppmlm.audit.sampling import choose_users, lent_users, masking_plan, pick_sa
 from ppmlm.audit.scoring import SampleResult, score_samples
 
 
+@dataclass
+class AuditInputs:
+    """What the audit of every epoch of a run shares: the users, chunks and maskings it scores (all seeded by
+    `audit.seed`, so the same at every epoch), the auditor's graph and identifiers, the inversion's probe. A
+    training run prepares them once (`prepare_audit`) and audits each epoch's model with them: on real corpora
+    segmenting every audited note again each epoch would cost more than scoring the model."""
+
+    members: list[str]
+    non_members: list[str]
+    roles: dict[str, bool]
+    available: dict[bool, list[str]]
+    lent: int
+    chunks_of_user: dict[str, int]
+    samples: list
+    plans: list
+    population: list
+    population_plans: list
+    generator_state: torch.Tensor  # after the choices above: the neighbourhood attack draws on from there
+    reader: WordReader
+    graph: AuditorGraph
+    k: int
+    training_identifiers: Identifiers
+    independent: tuple | None
+    inversion: InversionProbe | None
+
+
+def prepare_audit(tokenizer, corpus, split, blacklist, config: AuditConfig = AuditConfig(), with_reference: bool = True
+                  ) -> AuditInputs:
+    """The epoch-independent inputs of `run_audit` (see AuditInputs); `with_reference`: whether the audits will have a
+    reference model (the population chunks of RMIA are drawn only then)."""
+    generator = torch.Generator().manual_seed(config.seed)
+    present = set(corpus["user_id"])
+    lent = lent_users(split.population, config.lend_population, config.seed)
+    available = {True: [u for u in split.members if u in present],
+                 False: [u for u in split.audit_non_members + lent if u in present]}
+    non_members = choose_users(available[False], config.max_users_per_side, generator)
+    members = choose_users(available[True], config.max_users_per_side or len(non_members), generator)
+    roles = {**{u: True for u in members}, **{u: False for u in non_members}}
+    chunks = user_chunks(corpus, roles, blacklist.segmenter, tokenizer, config.max_length)
+    samples = pick_samples(chunks, config.max_chunks_per_user, config.max_tokens_per_user, generator)
+    samples, plans = _with_plans(samples, config, generator)
+    population, population_plans = [], []
+    if with_reference and config.rmia_population_chunks:
+        population, population_plans = _with_plans(
+            population_samples(chunks, samples, config.rmia_population_chunks, generator), config, generator,
+            config.rmia_population_maskings)
+    reader = WordReader(tokenizer, blacklist.segmenter)
+    graph = AuditorGraph(corpus, set(split.members), set(split.audit_non_members + lent), blacklist.segmenter, reader)
+    k = config.k or blacklist.stats.get("parameters", {}).get("k", 2)
+    return AuditInputs(
+        members, non_members, roles, available, len(lent), {user: len(found) for user, found in chunks.items()},
+        samples, plans, population, population_plans, generator.get_state(), reader, graph, k,
+        Identifiers.from_blacklist(blacklist, reader),
+        independent_identifiers(config.identifiers_from, corpus, set(split.members), blacklist, reader),
+        inversion_probe(tokenizer, corpus, members, non_members, blacklist, reader, graph.degree, k, config)
+        if config.inversion.enabled else None)
+
+
 def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, config: AuditConfig = AuditConfig(),
               reference=None, epsilon: dict | None = None, weights: dict[str, str] | None = None,
-              policy: SharingPolicy | None = None, canaries: list | None = None) -> dict:
+              policy: SharingPolicy | None = None, canaries: list | None = None, inputs: AuditInputs | None = None) -> dict:
     """Audit `model` (a loaded masked LM) for members (`split.members`) against audit non-members
     (`split.audit_non_members`) of `corpus`; `blacklist` holds the training identifiers, `reference` a
     loaded masked LM for the likelihood-ratio attack (None: that attack is skipped), `epsilon` the DP
     budget spent (e.g. {"rdp": ..., "prv": ..., "delta": ...}), `weights` the sha256 of the files `model`
     was loaded from (`weights_digests`; None: unknown, and `ppmlm push` will not share on this audit),
     `policy` the sharing policy whose verdict opens the report (None: the defaults), `canaries` those planted
-    in the members' notes (ppmlm.corpus.canaries; None: no exposure measured).
+    in the members' notes (ppmlm.corpus.canaries; None: no exposure measured), `inputs` those `prepare_audit`
+    made for this corpus, split, blacklist, tokenizer and config (None: prepared here).
     Writes epoch-N.json (signed), the scores files and report.html in `out_dir`; returns the figures of
     epoch-N.json."""
     started = time.perf_counter()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    inputs = inputs or prepare_audit(tokenizer, corpus, split, blacklist, config, with_reference=reference is not None)
+    samples, plans, members, non_members = inputs.samples, inputs.plans, inputs.members, inputs.non_members
+    population, population_plans = (inputs.population, inputs.population_plans) if reference is not None else ([], [])
     device = next(model.parameters()).device
     devices = [device.index or 0] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):  # nothing here may shift the training's random streams
-        generator = torch.Generator().manual_seed(config.seed)
-        present = set(corpus["user_id"])
-        lent = lent_users(split.population, config.lend_population, config.seed)
-        available = {True: [u for u in split.members if u in present],
-                     False: [u for u in split.audit_non_members + lent if u in present]}
-        non_members = choose_users(available[False], config.max_users_per_side, generator)
-        members = choose_users(available[True], config.max_users_per_side or len(non_members), generator)
-        roles = {**{u: True for u in members}, **{u: False for u in non_members}}
-        chunks = user_chunks(corpus, roles, blacklist.segmenter, tokenizer, config.max_length)
-        chunks_of_user = {user: len(found) for user, found in chunks.items()}
-        samples = pick_samples(chunks, config.max_chunks_per_user, config.max_tokens_per_user, generator)
-        samples, plans = _with_plans(samples, config, generator)
-        population, population_plans = [], []
-        if reference is not None and config.rmia_population_chunks:
-            population, population_plans = _with_plans(
-                population_samples(chunks, samples, config.rmia_population_chunks, generator), config, generator,
-                config.rmia_population_maskings)
+        generator = torch.Generator()
+        generator.set_state(inputs.generator_state)
         passes = dict(mask_token_id=tokenizer.mask_token_id, pad_token_id=tokenizer.pad_token_id,
                       batch_size=config.batch_size, progress=config.progress)
         target = score_samples(model, samples + population, plans + population_plans, description=f"audit epoch {epoch}",
@@ -89,9 +136,7 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
         neighbourhood = (neighbourhood_losses(model, tokenizer, samples, plans, target, config, neighbours, generator, passes)
                          if neighbours else {})
 
-    reader = WordReader(tokenizer, blacklist.segmenter)
-    graph = AuditorGraph(corpus, set(split.members), set(split.audit_non_members + lent), blacklist.segmenter, reader)
-    k = config.k or blacklist.stats.get("parameters", {}).get("k", 2)
+    reader, graph, k = inputs.reader, inputs.graph, inputs.k
     pseudonym = Pseudonyms(out_dir)
     words_by_user, predicted_by_user, predicted_in_training = _words_and_predictions(samples, target, reader)
     sample_rows = [_sample_row(sample, result, reference_results[i] if reference_results else None, neighbourhood.get(i),
@@ -106,19 +151,17 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
         identifier_scores[pseudonym("user", user)] = (len(identifiers), count, share)
     user_rows = user_rows_from_samples(sample_rows, identifier_scores)
 
+    roles, training_identifiers, independent = inputs.roles, inputs.training_identifiers, inputs.independent
     in_training_text = set().union(*(words for user, words in words_by_user.items() if roles[user]))
-    training_identifiers = Identifiers.from_blacklist(blacklist, reader)
-    independent = independent_identifiers(config.identifiers_from, corpus, set(split.members), blacklist, reader)
     inversion, inversion_rows = None, []
-    if config.inversion.enabled:
-        inversion, inversion_rows = inversion_figures(model, tokenizer, corpus, members, non_members, blacklist, reader,
-                                                      graph.degree, k, config, pseudonym)
+    if inputs.inversion is not None:
+        inversion, inversion_rows = inversion_figures(model, tokenizer, inputs.inversion, config, pseudonym)
     figures = {
         "epoch": epoch,
         "model": getattr(model.config, "_name_or_path", None) or None,
         "reference": (getattr(reference.config, "_name_or_path", None) or "given model") if reference is not None else None,
-        "audited": _sampled(samples, chunks_of_user, members, non_members, available, len(lent), config, population_rows,
-                            neighbourhood),
+        "audited": _sampled(samples, inputs.chunks_of_user, members, non_members, inputs.available, inputs.lent, config,
+                            population_rows, neighbourhood),
         "utility": _utility(samples, target),
         "privacy": privacy_score(training_identifiers, in_training_text, predicted_in_training, graph.training_occurrences,
                                  config.confidence),
