@@ -1,13 +1,15 @@
 """Reproduce the paper's privacy-utility comparison (Boutet et al. 2025, section 5 and appendices A-D).
 
-Trains every recipe (mlm, mlma, ppmlm, dppmlm, ippmlm, dp, ppmlm+dp) on the same corpus, seed and model,
-each audited after every epoch against one shared likelihood-ratio reference (plain MLM trained on the
-population users, so every recipe faces the same attacker); sweeps ppmlm over k and n; repeats the
-comparison on a second domain (the legal synthetic corpus); then writes docs/results.md with its tables,
-plots under docs/results/ and one raw JSON per run under docs/results/runs/ (figures only: no terms, no
-user ids).
+Trains every recipe (mlm, mlma, ppmlm, dppmlm, ippmlm, dp, ppmlm+dp, and ppmlm with user-level DP) on the same
+corpus, seed and model, each audited after every epoch against one shared likelihood-ratio reference (plain MLM
+trained on the population users, so every recipe faces the same attacker) with every attack of the audit; sweeps
+ppmlm over k and n; repeats the comparison on a second domain (the legal synthetic corpus); with --long-epochs,
+trains some recipes longer on the first domain and reports every attack at both epochs and which is strongest;
+then writes docs/results.md with its tables, plots under docs/results/ and one raw JSON per run under
+docs/results/runs/ (figures only: no terms, no user ids).
 
     python bench/results.py                      # the default: sized for under an hour on 2 CPU cores
+    python bench/results.py --canaries --long-epochs 12   # what docs/results.md shows (about 2 hours on 2 cores)
     python bench/results.py --report-only        # rewrite docs/results.md from finished runs
     python bench/results.py --epochs 32 --users 900 --sweep grid \\
         --set train.max_length=512 model.name_or_path=/models/roberta-large \\
@@ -44,6 +46,7 @@ RECIPES = {
     "ippmlm": ["recipe=ippmlm"],
     "dp": ["recipe=dp"],
     "ppmlm+dp": ["recipe=ppmlm", "train.dp.enabled=true"],
+    "ppmlm+dp-user": ["recipe=dp-user"],  # user-level DP (docs/dp.md): epsilon per patient, at the same target
 }
 LEVELS = ("0.001", "0.01", "0.1")
 
@@ -54,28 +57,31 @@ class Run:
     name: str
     overrides: list[str]
     directory: Path
+    epochs: int
     sweep: tuple[int, int] | None = None  # (k, n) of a ppmlm sweep point
     record: dict = field(default_factory=dict)
 
 
-def plan_runs(args) -> tuple[dict[str, Run], list[Run]]:
-    """The reference model of each domain, then every run of the comparison and the sweeps."""
-    references, runs = {}, []
+def plan_runs(args) -> tuple[list[Run], list[Run]]:
+    """The reference models, then every run of the comparison and the sweeps, then the longer runs."""
+    references, runs = [], []
     for domain in args.domains:
-        base = [f"seed={args.seed}", f"train.epochs={args.epochs}", f"data.synth_users={args.users}",
-                f"data.synth_domain={domain}", *args.set]
-        work = args.work / domain
-        references[domain] = Run(domain, "reference", [*base, "recipe=mlm", "data.train_users=population",
-                                                       "audit.enabled=false"], work / "reference")
-        audited = [*base, "audit.enabled=true", f"audit.max_users_per_side={args.audit_users}",
-                   f"audit.max_chunks_per_user={args.audit_chunks}", f"audit.canaries.enabled={str(args.canaries).lower()}",
-                   f"audit.reference={work / 'reference' / 'checkpoints' / f'epoch-{args.epochs}'}"]
-        for name in args.recipes:
-            runs.append(Run(domain, name, [*audited, *RECIPES[name]], work / name.replace("+", "-")))
-        if domain == args.domains[0]:
-            for k, n in sweep_points(args):
-                runs.append(Run(domain, f"ppmlm k={k} n={n}", [*audited, "recipe=ppmlm", f"blacklist.k={k}", f"blacklist.n={n}"],
-                                work / f"ppmlm-k{k}-n{n}", sweep=(k, n)))
+        for epochs, work, recipes in [(args.epochs, args.work / domain, args.recipes),
+                                      *([(args.long_epochs, args.work / f"{domain}-{args.long_epochs}-epochs", args.long_recipes)]
+                                        if args.long_epochs and domain == args.domains[0] else [])]:
+            base = [f"seed={args.seed}", f"train.epochs={epochs}", f"data.synth_users={args.users}",
+                    f"data.synth_domain={domain}", *args.set]
+            references.append(Run(domain, "reference", [*base, "recipe=mlm", "data.train_users=population",
+                                                        "audit.enabled=false"], work / "reference", epochs))
+            audited = [*base, "audit.enabled=true", f"audit.max_users_per_side={args.audit_users}",
+                       f"audit.max_chunks_per_user={args.audit_chunks}", f"audit.canaries.enabled={str(args.canaries).lower()}",
+                       f"audit.reference={work / 'reference' / 'checkpoints' / f'epoch-{epochs}'}"]
+            for name in recipes:
+                runs.append(Run(domain, name, [*audited, *RECIPES[name]], work / name.replace("+", "-"), epochs))
+            if domain == args.domains[0] and epochs == args.epochs:
+                for k, n in sweep_points(args):
+                    overrides = [*audited, "recipe=ppmlm", f"blacklist.k={k}", f"blacklist.n={n}"]
+                    runs.append(Run(domain, f"ppmlm k={k} n={n}", overrides, work / f"ppmlm-k{k}-n{n}", epochs, (k, n)))
     return references, runs
 
 
@@ -90,27 +96,28 @@ def sweep_points(args) -> list[tuple[int, int]]:
     return [p for p in dict.fromkeys(points) if p != (2, 1)]
 
 
-def finished(run: Run, epochs: int) -> bool:
+def finished(run: Run) -> bool:
     directory = RunDirectory(run.directory)
     if run.name == "reference":
-        return epochs in directory.complete_epochs()
-    return directory.audit_of(epochs).exists()
+        return run.epochs in directory.complete_epochs()
+    return directory.audit_of(run.epochs).exists()
 
 
-def train(run: Run, launcher: list[str], epochs: int) -> None:
-    """Runs train.py for one configuration (resuming it if it was interrupted); its output goes to train.log."""
-    if finished(run, epochs):
+def train(run: Run, launcher: list[str]) -> None:
+    """Runs train.py for one configuration (resuming it if it was interrupted); its output goes to <run>.log beside it."""
+    if finished(run):
         print(f"[{run.domain}] {run.name}: done already ({run.directory})", flush=True)
         return
-    run.directory.mkdir(parents=True, exist_ok=True)
+    log_path = run.directory.with_name(f"{run.directory.name}.log")  # beside the run: ppmlm claims its directory whole
+    log_path.parent.mkdir(parents=True, exist_ok=True)
     command = [*launcher, str(ROOT / "train.py"), *run.overrides, f"output_dir={run.directory}"]
-    print(f"[{run.domain}] {run.name}: training ({run.directory}/train.log)", flush=True)
-    with (run.directory / "train.log").open("a") as log:
+    print(f"[{run.domain}] {run.name}: training ({log_path})", flush=True)
+    with log_path.open("a") as log:
         done = subprocess.run(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                               env=dict(os.environ, TOKENIZERS_PARALLELISM="false"))
     if done.returncode != 0:
         sys.exit(f"bench/results.py: {run.domain} {run.name} failed (exit {done.returncode}); "
-                 f"see {run.directory / 'train.log'}")
+                 f"see {log_path}")
 
 
 def collect(run: Run) -> dict:
@@ -137,6 +144,11 @@ def collect(run: Run) -> dict:
 
 # --- report -------------------------------------------------------------------------------------------
 
+def at(record: dict, epoch: int | None = None) -> dict:
+    """The figures of epoch `epoch` of a run (None: its last)."""
+    return record["epochs"][-1] if epoch is None else next(e for e in record["epochs"] if e["epoch"] == epoch)
+
+
 def attack(epoch: dict, name: str, level: str = "user") -> dict:
     return (epoch["attacks"].get(name) or {}).get(level) or {}
 
@@ -149,19 +161,20 @@ def tpr(figures: dict, at: str = "0.01") -> str:
     return number((figures.get("tpr_at_fpr") or {}).get(at), 2)
 
 
-def main_table(records: list[dict]) -> list[str]:
+def main_table(records: list[dict], epoch: int | None = None) -> list[str]:
     rows = ["| recipe | utility | privacy | direct | indirect | identifier MIA AUC | TPR@0.1% | TPR@1% | TPR@10% "
             "| loss AUC s / u | loss TPR@1% s / u | LR AUC s / u | LR TPR@1% s / u | RMIA AUC s / u | RMIA TPR@1% s / u "
             "| NB AUC s / u | NB TPR@1% s / u | ε (RDP / PRV) | train s | run min |",
             "|---|" + "---:|" * 19]
     for record in records:
-        last = record["epochs"][-1]
+        last = at(record, epoch)
         privacy, ident = last["privacy"], attack(last, "identifier_count")
         loss_s, loss_u = attack(last, "loss", "sample"), attack(last, "loss")
         lr_s, lr_u = attack(last, "likelihood_ratio", "sample"), attack(last, "likelihood_ratio")
         rmia_s, rmia_u = attack(last, "rmia", "sample"), attack(last, "rmia")
         nb_s, nb_u = attack(last, "neighbourhood", "sample"), attack(last, "neighbourhood")
         eps = last.get("epsilon")
+        minutes = f"{record['wall_seconds'] / 60:.1f}" if last is record["epochs"][-1] else "-"  # the whole run's
         rows.append(
             f"| {record['run']} | {number(last['utility']['masked_word_accuracy'])} | {number(privacy['score'], 4)} "
             f"| {number(privacy['direct']['score'], 4)} | {number(privacy['indirect']['score'], 4)} "
@@ -171,16 +184,17 @@ def main_table(records: list[dict]) -> list[str]:
             f"| {number(rmia_s.get('auc'), 2)} / {number(rmia_u.get('auc'), 2)} | {tpr(rmia_s)} / {tpr(rmia_u)} "
             f"| {number(nb_s.get('auc'), 2)} / {number(nb_u.get('auc'), 2)} | {tpr(nb_s)} / {tpr(nb_u)} "
             f"| {(number(eps.get('rdp'), 2) + ' / ' + number(eps.get('prv'), 2)) if eps else '-'} "
-            f"| {sum(e['train_seconds'] or 0 for e in record['epochs']):.0f} | {record['wall_seconds'] / 60:.1f} |")
+            f"| {sum(e['train_seconds'] or 0 for e in record['epochs'] if e['epoch'] <= last['epoch']):.0f} "
+            f"| {minutes} |")
     return rows
 
 
-def probe_table(records: list[dict]) -> list[str]:
+def probe_table(records: list[dict], epoch: int | None = None) -> list[str]:
     """The probing attacks of the last epoch: name -> attribute inversion and canary exposure (docs/audit.md)."""
     rows = ["| recipe | inversion members top-1 / 10 / 100 | non-members top-1 / 10 / 100 | candidates "
             "| canary exposure, bits (repetitions) |", "|---|---:|---:|---:|---:|"]
     for record in records:
-        last = record["epochs"][-1]
+        last = at(record, epoch)
         inversion, canaries = last.get("inversion") or {}, last.get("canaries") or {}
         sides = [" / ".join(number(((inversion.get(side) or {}).get(f"top_{top}") or {}).get("value"), 2) for top in (1, 10, 100))
                  for side in ("member", "non_member")]
@@ -188,6 +202,64 @@ def probe_table(records: list[dict]) -> list[str]:
                               for row in sorted(canaries.get("canaries") or [], key=lambda row: row["repetitions"])) or "-"
         rows.append(f"| {record['run']} | {sides[0]} | {sides[1]} | {inversion.get('candidates', 'n/a')} | {exposure} |")
     return rows
+
+
+ATTACK_NAMES = {"loss": "loss", "likelihood_ratio": "LR", "rmia": "RMIA", "neighbourhood": "NB",
+                "identifier_count": "identifier count", "identifier_share": "identifier share"}
+
+
+def lowest_resolved(figures: dict) -> tuple[str, float] | None:
+    """(FPR level, TPR) at the lowest FPR level the audited non-members resolve, if any."""
+    resolved = [(level, value) for level, value in (figures.get("tpr_at_fpr") or {}).items() if value is not None]
+    return min(resolved, key=lambda item: float(item[0])) if resolved else None
+
+
+def strongest_table(records: list[dict], epochs: list[int]) -> list[str]:
+    """Per run and epoch, the attack with the highest AUC at each level and the one that finds most members at the
+    lowest resolved FPR (sample level): which attack an auditor should read first."""
+    rows = ["| recipe | epoch | highest sample AUC | highest user AUC | most members found at the lowest resolved FPR "
+            "(sample level) |", "|---|---:|---|---|---|"]
+    for record in records:
+        for epoch in epochs:
+            figures = at(record, epoch)
+            cells = []
+            for level in ("sample", "user"):
+                scored = [(attack(figures, name, level).get("auc"), label) for name, label in ATTACK_NAMES.items()]
+                scored = [(auc, label) for auc, label in scored if auc is not None]
+                best = max(auc for auc, _ in scored) if scored else None
+                cells.append(f"{', '.join(label for auc, label in scored if auc == best)} ({best:.2f})" if scored else "n/a")
+            found = [(resolved, label) for name, label in ATTACK_NAMES.items()
+                     if (resolved := lowest_resolved(attack(figures, name, "sample")))]
+            if found:
+                level = min(float(resolved[0]) for resolved, _ in found)
+                at_level = [(resolved[1], label) for resolved, label in found if float(resolved[0]) == level]
+                best = max(value for value, _ in at_level)
+                cells.append(f"{', '.join(label for value, label in at_level if value == best)}: TPR {best:.2f} at FPR "
+                             f"{level:g}")
+            else:
+                cells.append("no FPR level resolved")
+            rows.append(f"| {record['run']} | {epoch} | " + " | ".join(cells) + " |")
+    return rows
+
+
+def plot_attacks(records: list[dict], path: Path, title: str) -> None:
+    """Each membership attack's sample-level AUC (user level for the identifier attacks) over the epochs, per run."""
+    figure, axes = plt.subplots(1, len(records), figsize=(4.2 * len(records), 3.8), sharey=True, squeeze=False)
+    for ax, record in zip(axes[0], records):
+        for name, label in ATTACK_NAMES.items():
+            level = "user" if name.startswith("identifier") else "sample"
+            points = [(e["epoch"], attack(e, name, level).get("auc")) for e in record["epochs"]]
+            points = [(epoch, auc) for epoch, auc in points if auc is not None]
+            if points:
+                ax.plot(*zip(*points), "o-", markersize=3, label=f"{label} ({level})")
+        ax.axhline(0.5, color="grey", linewidth=0.8, linestyle=":")
+        ax.set(title=record["run"], xlabel="epoch", ylim=(0, 1.02))
+    axes[0][0].set_ylabel("AUC (members vs audit non-members)")
+    axes[0][-1].legend(fontsize=7)
+    figure.suptitle(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
 
 
 def epochs_table(records: list[dict]) -> list[str]:
@@ -358,7 +430,7 @@ def write_report(args, runs: list[Run]) -> None:
         "",
     ]
     for domain in args.domains:
-        records = [r.record for r in runs if r.domain == domain and r.sweep is None]
+        records = [r.record for r in runs if r.domain == domain and r.sweep is None and r.epochs == args.epochs]
         if not records:
             continue
         plot_tradeoff(records, out_dir / f"tradeoff-{domain}.png", f"{domain} corpus")
@@ -403,7 +475,7 @@ def write_report(args, runs: list[Run]) -> None:
             "",
         ]
     sweeps = [r.record for r in runs if r.sweep is not None]
-    main_ppmlm = [r.record for r in runs if r.domain == args.domains[0] and r.name == "ppmlm"]
+    main_ppmlm = [r.record for r in runs if r.domain == args.domains[0] and r.name == "ppmlm" and r.epochs == args.epochs]
     if sweeps:
         plot_sweep(main_ppmlm + sweeps, out_dir / "sweep.png")
         lines += [
@@ -417,6 +489,9 @@ def write_report(args, runs: list[Run]) -> None:
             "![k and n sweep](results/sweep.png)",
             "",
         ]
+    longer = [r.record for r in runs if r.epochs == args.long_epochs and r.epochs != args.epochs]
+    if longer:
+        lines += long_section(longer, args, out_dir)
     lines += [
         "## Why our figures can differ from the paper's",
         "",
@@ -434,6 +509,34 @@ def write_report(args, runs: list[Run]) -> None:
     ]
     args.out.write_text("\n".join(lines))
     print(f"wrote {args.out} and {out_dir}/", flush=True)
+
+
+def long_section(records: list[dict], args, out_dir: Path) -> list[str]:
+    """The longer runs: every attack at epoch `args.epochs` and at the last, and which attack is strongest where."""
+    domain, epochs = records[0]["domain"], args.long_epochs
+    plot_attacks(records, out_dir / f"attacks-{domain}-{epochs}-epochs.png", f"membership attacks over {epochs} epochs, "
+                 f"{domain} corpus")
+    reported = sorted({args.epochs, epochs})
+    lines = [
+        f"## Every attack at {' and '.join(map(str, reported))} epochs ({domain} corpus)",
+        "",
+        f"The same corpus, settings and audit as above, trained for {epochs} epochs (the learning rate decays over all "
+        f"{epochs}, so epoch {args.epochs} here is not the {args.epochs}-epoch run above) against a reference trained "
+        f"{epochs} epochs on the population users; audited after every epoch, read at epochs "
+        f"{' and '.join(map(str, reported))}. {resolution(records)}",
+        "",
+    ]
+    for epoch in reported:
+        lines += [f"Epoch {epoch}:", "", *main_table(records, epoch), "", *probe_table(records, epoch), ""]
+    lines += [
+        "Which attack is strongest where (ties listed together; the identifier attacks are user-level only):",
+        "",
+        *strongest_table(records, reported),
+        "",
+        f"![membership attacks over {epochs} epochs](results/attacks-{domain}-{epochs}-epochs.png)",
+        "",
+    ]
+    return lines
 
 
 def gpu_name() -> str | None:
@@ -455,6 +558,9 @@ def main() -> None:
     parser.add_argument("--audit-users", default="null", help="audited users per side (null: all)")
     parser.add_argument("--audit-chunks", default="2", help="audited chunks per user (null: all); 2 is the audit's own default")
     parser.add_argument("--canaries", action="store_true", help="plant canaries in every audited run (audit.canaries)")
+    parser.add_argument("--long-epochs", type=int, help="also train --long-recipes this many epochs on the first domain and "
+                        "report every attack at --epochs and at this epoch")
+    parser.add_argument("--long-recipes", nargs="+", default=["mlm", "ppmlm", "dp", "ppmlm+dp-user"], choices=list(RECIPES))
     parser.add_argument("--recipes", nargs="+", default=list(RECIPES), choices=list(RECIPES))
     parser.add_argument("--domains", nargs="+", default=["clinical", "legal"], choices=["clinical", "legal"])
     parser.add_argument("--sweep", choices=["axes", "grid", "none"], default="axes",
@@ -469,9 +575,9 @@ def main() -> None:
     references, runs = plan_runs(args)
     launcher = shlex.split(args.launcher)
     if not args.report_only:
-        for run in [*references.values(), *runs]:
-            train(run, launcher, args.epochs)
-    runs = [run for run in runs if finished(run, args.epochs)]
+        for run in [*references, *runs]:
+            train(run, launcher)
+    runs = [run for run in runs if finished(run)]
     if not runs:
         sys.exit("bench/results.py: no finished run to report")
     for run in runs:
