@@ -69,7 +69,7 @@ def test_the_run_directory_records_the_configuration_as_composed():
     ("+train.steps=3", "train.steps=3: not a key of train; its keys are epochs, batch_size, max_length"),
     ("train.dp.enabled=yes", "train.dp.enabled=yes: choose one of true, false"),
     ("train.dp.delta=1", "train.dp.delta=1: expected a number in (0, 1)"),
-    ("train.dp.grad_sample_mode=functorch", "train.dp.grad_sample_mode=functorch: choose one of hooks, ghost"),
+    ("train.dp.grad_sample_mode=functorch", "train.dp.grad_sample_mode=functorch: choose one of hooks, ghost, fast"),
     ("train.dp.noise_multiplier=null train.dp.target_epsilon=null", "train.dp.target_epsilon=None: expected a number above 0"),
     ("+train.dp.clip=1", "train.dp.clip=1: not a key of train.dp; its keys are enabled, target_epsilon"),
     ("train.dp.enabled=true train.max_grad_norm=1", "train.max_grad_norm=1: it clips the batch gradient of non-private"),

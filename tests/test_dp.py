@@ -155,10 +155,11 @@ def test_per_sample_gradients_match_autograd(family, bert_tokenizer, roberta_tok
         assert torch.allclose(p.grad_sample, want, atol=1e-6, rtol=1e-4), j
 
 
-@pytest.mark.parametrize("mode", ["hooks", "ghost"])
+@pytest.mark.parametrize("mode", ["hooks", "ghost", "fast"])
 def test_each_chunk_is_clipped_to_C_before_noise(mode, bert_tokenizer):
     """With the noise off, the step's gradient is the sum of each chunk's gradient scaled to norm <= C,
-    over the expected batch size. Ghost clipping needs the tied embeddings frozen."""
+    over the expected batch size. Ghost clipping needs the tied embeddings frozen; fast gradient clipping
+    trains them tied (the word embeddings' per-chunk gradient sums both uses)."""
     model = tiny_model(bert_tokenizer)
     features = tiny_features(bert_tokenizer)
     C = 1e-3
@@ -194,12 +195,15 @@ def test_empty_batch_steps_with_noise_of_the_right_scale(bert_tokenizer):
     assert trainer.ledger.steps == 1
 
 
-def test_ghost_refuses_trained_tied_embeddings_and_secure_mode_needs_csprng(bert_tokenizer):
+def test_ghost_refuses_trained_tied_embeddings_fast_takes_them_and_secure_mode_needs_csprng(bert_tokenizer):
     features = tiny_features(bert_tokenizer)
     with pytest.raises(PPMLMError, match="tied"):
         trainer_for(bert_tokenizer, tiny_model(bert_tokenizer), features, "train.dp.grad_sample_mode=ghost")
     untied = tiny_model(bert_tokenizer, tie_word_embeddings=False)
     assert trainer_for(bert_tokenizer, untied, features, "train.dp.grad_sample_mode=ghost")[0].module is not None
+    tied = tiny_model(bert_tokenizer)
+    fast = trainer_for(bert_tokenizer, tied, features, "train.dp.grad_sample_mode=fast")[0]
+    assert tied.get_input_embeddings().weight.requires_grad and fast.norm_only
     try:
         import torchcsprng  # noqa: F401
     except ImportError:
