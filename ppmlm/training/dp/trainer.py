@@ -28,7 +28,7 @@ from ppmlm.training.dp.sampling import (
     physical_batches,
     stream_seed,
 )
-from ppmlm.training.objective import parameter_groups
+from ppmlm.training.optimizer import adamw
 
 
 def secure_generator():
@@ -95,7 +95,7 @@ class PrivateTrainer:
         else:
             self.module = GradSampleModule(wrapped, loss_reduction="mean")
         self.module.forbid_grad_accumulation()  # each chunk's gradient is clipped once per step
-        inner = torch.optim.AdamW(parameter_groups(self.objective, train), weight_decay=train.weight_decay)
+        inner = adamw(self.objective, train, accelerator.device)
         # fast gradient clipping clips as ghost clipping does (norms, then a reweighted second backward pass)
         optimizer_class = get_optimizer_class(clipping="flat", distributed=world > 1,
                                               grad_sample_mode="ghost" if self.norm_only else dp.grad_sample_mode)
