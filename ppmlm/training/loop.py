@@ -198,19 +198,19 @@ class StepWindow:
 
     `loss` is a sum over `weight` sequences: a batch mean has weight 1; DP steps pass the sum over their
     Poisson batch and its size, which may be 0 (a window of empty batches has no loss).
+    The sums stay where the values are (on the GPU, in float64: what Python floats summed before), so that a
+    step never waits for the GPU to finish it; the flush is the window's one synchronisation.
     """
 
     def __init__(self):
-        self.loss, self.weight, self.masked, self.tokens, self.start = 0.0, 0, 0, 0, time.perf_counter()
+        self.sums, self.start = torch.zeros(4, dtype=torch.float64), time.perf_counter()
 
     def add(self, loss, masked, tokens, weight: int = 1) -> None:
-        self.loss += float(loss)
-        self.weight += int(weight)
-        self.masked += int(masked)
-        self.tokens += int(tokens)
+        values = [torch.as_tensor(value).detach().double().reshape(()) for value in (loss, weight, masked, tokens)]
+        self.sums = self.sums.to(values[0].device) + torch.stack([v.to(values[0].device) for v in values])
 
     def flush(self, accelerator, **fields) -> dict:
-        local = torch.tensor([self.loss, float(self.weight), float(self.masked), float(self.tokens)]).to(accelerator.device)
+        local = self.sums.float().to(accelerator.device)  # float32 across processes, as always
         loss, weight, masked, tokens = accelerator.reduce(local, reduction="sum").tolist()
         elapsed = time.perf_counter() - self.start
         line = dict(fields, loss=loss / weight if weight else None, masked_tokens=int(masked),
