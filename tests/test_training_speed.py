@@ -183,3 +183,17 @@ def test_the_loop_steps_the_schedule_once_per_optimizer_step(tmp_path, capsys):
     assert len(steps) == end["steps"] == math.ceil(math.ceil(chunks / 2) / 3) > 1
     assert steps[-1]["lr"] == 0.0 and steps[-2]["lr"] > 0
     assert all(math.isfinite(line["loss"]) for line in steps)
+    assert end["precision"] == "bf16"
+
+
+@pytest.mark.parametrize("key, used", [("null", "bf16"), ("no", "no")])
+def test_the_mixed_precision_key_wins_over_the_launch_flag(tmp_path, monkeypatch, key, used):
+    """`accelerate launch --mixed_precision bf16` reaches the run as ACCELERATE_MIXED_PRECISION: a null key
+    leaves it in force, a set key replaces it; the epoch_end line says which precision the steps ran in."""
+    monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", "bf16")
+    run_dir = train(compose_config([TINY, "data.synth_users=10", "train.max_length=64", "train.epochs=1",
+                                    "blacklist.ner=none", "blacklist.spans_from=phi", "audit.enabled=false",
+                                    f"blacklist.cache_dir={tmp_path / 'cache'}", f"output_dir={tmp_path / 'run'}",
+                                    f"train.mixed_precision={key}"]))
+    end = next(json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if "epoch_end" in line)
+    assert end["precision"] == used

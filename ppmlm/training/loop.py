@@ -134,6 +134,7 @@ def train(cfg, callbacks: Sequence[TrainingCallback] = ()) -> Path:
         checkpoint = save_checkpoint(accelerator, trainer, tokenizer, run, epoch + 1, report)
         metrics.write({"event": "epoch_end", "epoch": epoch + 1, "checkpoint": str(checkpoint.relative_to(run.path)),
                        "steps": steps, "train_seconds": train_seconds, "processes": accelerator.num_processes,
+                       "precision": trainer.precision,
                        "weight_checksums": weight_checksums(accelerator, trainer.objective), **report})
         if "epsilon" in report:
             privacy = report["privacy"]
@@ -237,6 +238,8 @@ class PlainTrainer:
         self.objective, self.optimizer, self.loader = accelerator.prepare(objective, optimizer, loader)
         # accelerate steps the optimizer after every `gradient_accumulation_steps` batches and after an epoch's last
         self.steps_per_epoch = math.ceil(len(self.loader) / train.gradient_accumulation_steps)
+        # what autocast runs: train.mixed_precision, else the launch flag's; fp16 autocasts on GPUs only
+        self.precision = accelerator.mixed_precision if accelerator.native_amp else "no"
         self.checkpointed = ()  # accelerate saves what it prepared
 
     def set_epoch(self, epoch: int) -> None:

@@ -121,6 +121,7 @@ class PrivateTrainer:
             self.loader = DataLoader(table, batch_sampler=self.sampler, collate_fn=CollateOrNone(collator),
                                      num_workers=train.num_workers)
         self.checkpointed = (self.objective, self.optimizer, self.ledger)
+        self.precision = "no"  # Opacus's per-chunk gradients and norms, whatever accelerate was launched with
         accelerator.print(self.summary())
         if accelerator.mixed_precision != "no":
             accelerator.print(f"DP-SGD runs in full precision: mixed_precision={accelerator.mixed_precision} is not used")
