@@ -3,6 +3,7 @@ fused AdamW, torch.compile. No test assumes a GPU, or how many there are: each b
 import json
 import math
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -21,6 +22,7 @@ from ppmlm.training.optimizer import adamw, use_fused
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
+ROOT = Path(__file__).resolve().parents[1]
 TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
 
 
@@ -197,3 +199,20 @@ def test_the_mixed_precision_key_wins_over_the_launch_flag(tmp_path, monkeypatch
                                     f"train.mixed_precision={key}"]))
     end = next(json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if "epoch_end" in line)
     assert end["precision"] == used
+
+
+@pytest.mark.slow
+def test_two_processes_accumulate_in_step(tmp_path, two_ranks):
+    """`accelerate launch --multi_gpu --num_processes 2` (CPU, gloo) with accumulation over 3 batches and bf16:
+    each rank steps once per 3 of its batches, and the ranks end with the same weights."""
+    output = two_ranks.run(ROOT / "train.py", TINY, "data.synth_users=10", "train.max_length=64", "train.epochs=1",
+                  "blacklist.ner=none", "blacklist.spans_from=phi", "audit.enabled=false",
+                  f"blacklist.cache_dir={tmp_path / 'cache'}", f"output_dir={tmp_path / 'run'}", "train.batch_size=2",
+                  "train.gradient_accumulation_steps=3", "train.mixed_precision=bf16")
+    end = next(json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+               if "epoch_end" in line)
+    chunks = int(re.search(r"(\d+) chunks of at most", output).group(1))
+    batches_per_rank = math.ceil(math.ceil(chunks / 2) / 2)  # accelerate deals whole batches of 2 to the ranks
+    assert end["processes"] == 2 and end["precision"] == "bf16"
+    assert end["steps"] == math.ceil(batches_per_rank / 3) > 1
+    assert len(set(end["weight_checksums"])) == 1
