@@ -13,6 +13,9 @@ timed), as `ppmlm.training.loop` does per step:
   each read as `--users-per-step` users of equally many chunks: the same chunks and tokens per step as DP hooks,
   plus the per-user sums of the per-chunk gradients before clipping (which user a chunk came from does not
   change the work);
+- DP fast: Opacus's fast gradient clipping (`train.dp.grad_sample_mode=fast`), the full model with its tied
+  embeddings trained: each layer's per-sample gradients give their norms and are freed at once, then a second
+  backward pass of the loss reweighted by each chunk's clipping factor gives the clipped sum;
 - the same two with the word embeddings (tied to the output projection) frozen, and DP ghost clipping,
   which needs them frozen or untied: it computes per-sample gradient norms without materializing the
   per-sample gradients, then a second backward pass.
@@ -27,9 +30,11 @@ number of parameters, not with the tokens, so shorter sequences make the ratio w
     python bench/dp.py [--tiny] [--batch-size 8] [--users-per-step 4] [--max-length 512] [--steps 3] [--repeats 3]
                        [--no-frozen]
 
-The last lines are `dp_slowdown_hooks: X` (non-private steps/s / DP hooks steps/s, full model) and
-`dp_user_slowdown: X` (DP hooks steps/s / DP user steps/s: user-level against chunk-level DP at the same
-chunks, so the same expected tokens, per step).
+The last lines are `dp_slowdown_<mode>: X` for each clipping mode (non-private steps/s / DP steps/s: `hooks` and
+`fast` on the full model, `ghost_frozen` against non-private with the same frozen embeddings, unless
+`--no-frozen`), then `dp_user_slowdown: X` (DP hooks steps/s / DP user steps/s: user-level against chunk-level DP
+at the same chunks, so the same expected tokens, per step). On a GPU, `--batch-size` sized to the card is the
+physical batch of every side (issue 16's target: `dp_slowdown` <= 1.6 at the same logical batch).
 """
 from __future__ import annotations
 
@@ -195,6 +200,7 @@ def main() -> None:
         "non-private": lambda: plain_step(accelerator, copy.deepcopy(model), total, args),
         "DP hooks": lambda: dp_step(accelerator, copy.deepcopy(model), total, args, features, collator, "hooks", False),
         "DP user": lambda: dp_user_step(accelerator, copy.deepcopy(model), total, args, features, collator),
+        "DP fast": lambda: dp_step(accelerator, copy.deepcopy(model), total, args, features, collator, "fast", False),
     }
     if not args.no_frozen:
         sides["non-private, frozen embeddings"] = lambda: plain_step(accelerator, freeze_embeddings(copy.deepcopy(model)),
@@ -236,8 +242,12 @@ def main() -> None:
         base = medians["non-private, frozen embeddings"]
         print(f"frozen embeddings: non-private / DP hooks {base / medians['DP hooks, frozen embeddings']:.2f}x, "
               f"non-private / DP ghost {base / medians['DP ghost, frozen embeddings']:.2f}x (steps/s)")
+    print(f"peak memory: DP hooks {memory['DP hooks']:.0f} MiB, DP fast {memory['DP fast']:.0f} MiB, "
+          f"DP user {memory['DP user']:.0f} MiB")
     print(f"dp_slowdown_hooks: {medians['non-private'] / medians['DP hooks']:.3f}")
-    print(f"peak memory: DP hooks {memory['DP hooks']:.0f} MiB, DP user {memory['DP user']:.0f} MiB")
+    print(f"dp_slowdown_fast: {medians['non-private'] / medians['DP fast']:.3f}")
+    if not args.no_frozen:
+        print(f"dp_slowdown_ghost_frozen: {base / medians['DP ghost, frozen embeddings']:.3f}")
     print(f"dp_user_slowdown: {medians['DP hooks'] / medians['DP user']:.3f}")
 
 

@@ -155,10 +155,11 @@ def test_per_sample_gradients_match_autograd(family, bert_tokenizer, roberta_tok
         assert torch.allclose(p.grad_sample, want, atol=1e-6, rtol=1e-4), j
 
 
-@pytest.mark.parametrize("mode", ["hooks", "ghost"])
+@pytest.mark.parametrize("mode", ["hooks", "ghost", "fast"])
 def test_each_chunk_is_clipped_to_C_before_noise(mode, bert_tokenizer):
     """With the noise off, the step's gradient is the sum of each chunk's gradient scaled to norm <= C,
-    over the expected batch size. Ghost clipping needs the tied embeddings frozen."""
+    over the expected batch size. Ghost clipping needs the tied embeddings frozen; fast gradient clipping
+    trains them tied (the word embeddings' per-chunk gradient sums both uses)."""
     model = tiny_model(bert_tokenizer)
     features = tiny_features(bert_tokenizer)
     C = 1e-3
@@ -194,12 +195,15 @@ def test_empty_batch_steps_with_noise_of_the_right_scale(bert_tokenizer):
     assert trainer.ledger.steps == 1
 
 
-def test_ghost_refuses_trained_tied_embeddings_and_secure_mode_needs_csprng(bert_tokenizer):
+def test_ghost_refuses_trained_tied_embeddings_fast_takes_them_and_secure_mode_needs_csprng(bert_tokenizer):
     features = tiny_features(bert_tokenizer)
     with pytest.raises(PPMLMError, match="tied"):
         trainer_for(bert_tokenizer, tiny_model(bert_tokenizer), features, "train.dp.grad_sample_mode=ghost")
     untied = tiny_model(bert_tokenizer, tie_word_embeddings=False)
     assert trainer_for(bert_tokenizer, untied, features, "train.dp.grad_sample_mode=ghost")[0].module is not None
+    tied = tiny_model(bert_tokenizer)
+    fast = trainer_for(bert_tokenizer, tied, features, "train.dp.grad_sample_mode=fast")[0]
+    assert tied.get_input_embeddings().weight.requires_grad and fast.norm_only
     try:
         import torchcsprng  # noqa: F401
     except ImportError:
@@ -274,7 +278,8 @@ def test_resumed_run_keeps_its_accountant_history(tmp_path):
 
 PROBE = textwrap.dedent('''
     """Two ranks, one DP step each on batches that give zero gradient (rank 0: an empty Poisson batch,
-    rank 1: chunks with no masked token): what the optimizer applies is the noise alone."""
+    rank 1: chunks with no masked token): what the optimizer applies is the noise alone. Arguments: the
+    output file, the repository, then overrides of train.dp."""
     import json, sys
     import torch
     from accelerate import Accelerator
@@ -288,7 +293,7 @@ PROBE = textwrap.dedent('''
     tokenizer = AutoTokenizer.from_pretrained(default_model_path())
     features = tiny_features(tokenizer)
     trainer, collator = trainer_for(tokenizer, tiny_model(tokenizer), features, "train.dp.noise_multiplier=0.7",
-                                    "train.dp.max_grad_norm=2.0", batch_size=5, mlm_probability=0.0)
+                                    "train.dp.max_grad_norm=2.0", *sys.argv[3:], batch_size=5, mlm_probability=0.0)
     seen = capture_gradients(trainer)
     trainer.physical_step(None if accelerator.process_index == 0 else batch_of(collator, features, 3))
     flat = torch.cat([g.flatten() for g in seen[0]])
@@ -304,13 +309,20 @@ PROBE = textwrap.dedent('''
 def test_two_processes_add_the_noise_once_per_logical_batch(tmp_path, two_ranks):
     """Under `accelerate launch --multi_gpu --num_processes 2` on CPU, the averaged gradient's noise has
     std sigma*C/L, as in one process (test_empty_batch_steps_with_noise_of_the_right_scale): not sqrt(2)
-    times more (noise on every rank) nor half of it (scaling by the world size)."""
+    times more (noise on every rank) nor half of it (scaling by the world size); with hooks and with fast
+    gradient clipping."""
     script, out = tmp_path / "probe.py", tmp_path / "two.json"
     script.write_text(PROBE)
     two_ranks.run(script, out, ROOT)
     two = json.loads(out.read_text())
     assert two["processes"] == 2 and two["steps"] == 1
     assert two["rank_sums"][0] == two["rank_sums"][1]  # every rank applies the same gradient
+    assert two["std"] == pytest.approx(0.7 * 2.0 / 5, rel=0.03)
+
+    fast = two_ranks.run(script, out, ROOT, "train.dp.grad_sample_mode=fast")  # fast gradient clipping, tied embeddings
+    assert "Parameter tying" not in fast
+    two = json.loads(out.read_text())
+    assert two["processes"] == 2 and two["steps"] == 1 and two["rank_sums"][0] == two["rank_sums"][1]
     assert two["std"] == pytest.approx(0.7 * 2.0 / 5, rel=0.03)
 
     # The training loop itself, with logical batches split into physical ones of different counts per rank:

@@ -93,9 +93,10 @@ def test_each_user_sum_of_chunk_gradients_is_clipped_to_C_as_one_unit(bert_token
     assert trainer.ledger.steps == 2
 
 
-def test_ghost_clipping_cannot_group_users():
+@pytest.mark.parametrize("mode", ["ghost", "fast"])
+def test_norm_only_clipping_cannot_group_users(mode):
     with pytest.raises(ConfigError, match="unit=user"):
-        RunConfig.from_config(compose_config(["recipe=dp", "train.dp.unit=user", "train.dp.grad_sample_mode=ghost"]))
+        RunConfig.from_config(compose_config(["recipe=dp", "train.dp.unit=user", f"train.dp.grad_sample_mode={mode}"]))
     with pytest.raises(ConfigError, match="train.dp.unit=person"):
         RunConfig.from_config(compose_config(["recipe=dp", "train.dp.unit=person"]))
 

@@ -32,6 +32,9 @@ DEFAULT_CACHE_DIR = ".cache/ppmlm/references"
 # Settings that change where a run writes or how it reports, never the model it trains.
 NOT_IN_KEY = ("output_dir", "resume", "audit", "share")
 NOT_IN_KEY_TRAIN = ("log_every", "tracker", "num_workers")
+# The speed options (docs/training.md) at the values that train as before they existed: left out of the key, so
+# that references cached before them are still found; any other value trains another model and is in the key.
+TRAIN_AS_BEFORE = {"gradient_accumulation_steps": 1, "mixed_precision": None, "fused_optimizer": "auto", "compile": False}
 
 
 def reference_config(cfg):
@@ -42,6 +45,9 @@ def reference_config(cfg):
         shaping.pop(key, None)
     for key in NOT_IN_KEY_TRAIN:
         shaping.get("train", {}).pop(key, None)
+    for key, value in TRAIN_AS_BEFORE.items():
+        if shaping.get("train", {}).get(key, value) == value:
+            shaping.get("train", {}).pop(key, None)
     corpus = load_run_corpus(cfg.data, cfg.seed)
     fingerprint = corpus_fingerprint(corpus)
     split = split_users(corpus["user_id"], seed=cfg.seed, audit_fraction=cfg.data.audit_fraction,

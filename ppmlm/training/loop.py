@@ -34,7 +34,8 @@ from ppmlm.rundir import RunDirectory, flatten_config
 from ppmlm.training.data import prepare
 from ppmlm.training.distributed import end_processes
 from ppmlm.training.dp.trainer import PrivateTrainer
-from ppmlm.training.objective import MaskedLMLoss, parameter_groups
+from ppmlm.training.objective import MaskedLMLoss
+from ppmlm.training.optimizer import adamw
 
 
 class TrainingCallback(Protocol):
@@ -56,11 +57,15 @@ def train(cfg, callbacks: Sequence[TrainingCallback] = ()) -> Path:
     changes = run.check_same_settings(cfg.resolved, cfg.allow_resume_changes) if start_epoch else []
     accelerator = Accelerator(
         cpu=not torch.cuda.is_available(),
+        mixed_precision=cfg.train.mixed_precision,  # null: accelerate launch's --mixed_precision, else no
+        gradient_accumulation_steps=cfg.train.gradient_accumulation_steps,
         log_with=cfg.train.tracker,
         project_dir=str(run.path),
         dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),
     )
     set_seed(cfg.seed)
+    if accelerator.mixed_precision == "fp16" and accelerator.device.type == "cpu":
+        accelerator.print("mixed_precision=fp16 autocasts on GPUs only: this CPU run trains in float32 (bf16 autocasts on CPUs)")
 
     tokenizer = AutoTokenizer.from_pretrained(str(cfg.model.name_or_path or default_model_path()))
     variant = get_variant(cfg.masking.variant)
@@ -129,6 +134,7 @@ def train(cfg, callbacks: Sequence[TrainingCallback] = ()) -> Path:
         checkpoint = save_checkpoint(accelerator, trainer, tokenizer, run, epoch + 1, report)
         metrics.write({"event": "epoch_end", "epoch": epoch + 1, "checkpoint": str(checkpoint.relative_to(run.path)),
                        "steps": steps, "train_seconds": train_seconds, "processes": accelerator.num_processes,
+                       "precision": trainer.precision,
                        "weight_checksums": weight_checksums(accelerator, trainer.objective), **report})
         if "epsilon" in report:
             privacy = report["privacy"]
@@ -193,19 +199,19 @@ class StepWindow:
 
     `loss` is a sum over `weight` sequences: a batch mean has weight 1; DP steps pass the sum over their
     Poisson batch and its size, which may be 0 (a window of empty batches has no loss).
+    The sums stay where the values are (on the GPU, in float64: what Python floats summed before), so that a
+    step never waits for the GPU to finish it; the flush is the window's one synchronisation.
     """
 
     def __init__(self):
-        self.loss, self.weight, self.masked, self.tokens, self.start = 0.0, 0, 0, 0, time.perf_counter()
+        self.sums, self.start = torch.zeros(4, dtype=torch.float64), time.perf_counter()
 
     def add(self, loss, masked, tokens, weight: int = 1) -> None:
-        self.loss += float(loss)
-        self.weight += int(weight)
-        self.masked += int(masked)
-        self.tokens += int(tokens)
+        values = [torch.as_tensor(value).detach().double().reshape(()) for value in (loss, weight, masked, tokens)]
+        self.sums = self.sums.to(values[0].device) + torch.stack([v.to(values[0].device) for v in values])
 
     def flush(self, accelerator, **fields) -> dict:
-        local = torch.tensor([self.loss, float(self.weight), float(self.masked), float(self.tokens)]).to(accelerator.device)
+        local = self.sums.float().to(accelerator.device)  # float32 across processes, as always
         loss, weight, masked, tokens = accelerator.reduce(local, reduction="sum").tolist()
         elapsed = time.perf_counter() - self.start
         line = dict(fields, loss=loss / weight if weight else None, masked_tokens=int(masked),
@@ -215,33 +221,49 @@ class StepWindow:
 
 
 class PlainTrainer:
-    """Non-private steps: accelerate's data parallelism, optional clipping of the batch gradient."""
+    """Non-private steps: accelerate's data parallelism, gradient accumulation and mixed precision, optional
+    clipping of the batch gradient, and the speed options of docs/training.md (fused AdamW, torch.compile)."""
 
     def __init__(self, train, model, features, collator, accelerator):
-        """`train`: the run's TrainConfig."""
+        """`train`: the run's TrainConfig; `accelerator` carries its mixed precision and gradient accumulation."""
         self.train, self.accelerator = train, accelerator
         loader = DataLoader(
             features.select_columns(list(FEATURE_COLUMNS)),
             batch_size=train.batch_size, shuffle=True, collate_fn=collator, num_workers=train.num_workers,
         )
         objective = MaskedLMLoss(model)
-        optimizer = torch.optim.AdamW(parameter_groups(objective, train), weight_decay=train.weight_decay)
+        if train.compile:  # in place: the checkpoint's parameter names stay those of the model
+            model.base_model.compile()
+        optimizer = adamw(objective, train, accelerator.device)
         self.objective, self.optimizer, self.loader = accelerator.prepare(objective, optimizer, loader)
-        self.steps_per_epoch = len(self.loader)
+        # accelerate steps the optimizer after every `gradient_accumulation_steps` batches and after an epoch's last
+        self.steps_per_epoch = math.ceil(len(self.loader) / train.gradient_accumulation_steps)
+        # what autocast runs: train.mixed_precision, else the launch flag's; fp16 autocasts on GPUs only
+        self.precision = accelerator.mixed_precision if accelerator.native_amp else "no"
         self.checkpointed = ()  # accelerate saves what it prepared
 
     def set_epoch(self, epoch: int) -> None:
         self.loader.set_epoch(epoch)
 
     def steps(self):
+        """One item per optimizer step: the summed batch-mean losses, masked and attended tokens, and the number
+        of batches behind them (1 without accumulation)."""
+        loss_sum, masked, tokens, batches = 0, 0, 0, 0
         for batch in self.loader:
-            loss = self.objective(batch["input_ids"], batch["attention_mask"], batch["labels"]).mean()
-            self.accelerator.backward(loss)
-            if self.train.max_grad_norm:
-                self.accelerator.clip_grad_norm_(self.objective.parameters(), self.train.max_grad_norm)
-            self.optimizer.step()
-            self.optimizer.zero_grad()
-            yield loss.detach(), (batch["labels"] != -100).sum(), batch["attention_mask"].sum()
+            with self.accelerator.accumulate(self.objective):  # divides the loss by the batches per step
+                loss = self.objective(batch["input_ids"], batch["attention_mask"], batch["labels"]).mean()
+                self.accelerator.backward(loss)
+                if self.train.max_grad_norm and self.accelerator.sync_gradients:
+                    self.accelerator.clip_grad_norm_(self.objective.parameters(), self.train.max_grad_norm)
+                self.optimizer.step()  # a no-op until the step's last batch
+                self.optimizer.zero_grad()
+            loss_sum += loss.detach()
+            masked += (batch["labels"] != -100).sum()
+            tokens += batch["attention_mask"].sum()
+            batches += 1
+            if self.accelerator.sync_gradients:
+                yield loss_sum, masked, tokens, batches
+                loss_sum, masked, tokens, batches = 0, 0, 0, 0
 
     def save_pretrained(self, directory) -> None:
         self.accelerator.unwrap_model(self.objective).model.save_pretrained(directory)

@@ -11,6 +11,11 @@ from ppmlm.errors import ConfigError
 from ppmlm.section import Section, checked, choice, flag, integer, number
 
 ACCOUNTANT_NAMES = ("rdp", "prv")
+# hooks: per-chunk gradients, clipped and summed; ghost: per-chunk norms without the gradients (no trained tied
+# embeddings); fast: Opacus's fast gradient clipping, per-chunk norms from per-chunk gradients freed layer by
+# layer, tied embeddings accepted. ghost and fast clip by a second backward pass (docs/dp.md).
+GRAD_SAMPLE_MODES = ("hooks", "ghost", "fast")
+NORM_ONLY_MODES = ("ghost", "fast")  # clip from per-chunk norms: never hold the per-chunk gradients to sum
 
 
 @dataclass(frozen=True)
@@ -22,16 +27,16 @@ class DPConfig(Section):
     max_grad_norm: float = checked(number(low=0, low_open=True))  # C: each chunk's gradient is clipped to it
     accountant: str = checked(choice(*ACCOUNTANT_NAMES))
     physical_batch_size: int | None = checked(integer(minimum=1, nullable=True))
-    grad_sample_mode: str = checked(choice("hooks", "ghost"))
+    grad_sample_mode: str = checked(choice(*GRAD_SAMPLE_MODES))
     freeze_embeddings: bool = checked(flag())
     max_chunks_per_user: int | None = checked(integer(minimum=1, nullable=True))
     secure_mode: bool = checked(flag())
     unit: str = checked(choice("chunk", "user"))  # of privacy: a chunk, or a user (patient-level DP, docs/dp.md)
 
     def check_together(self, prefix: str) -> None:
-        if self.unit == "user" and self.grad_sample_mode == "ghost":
-            raise ConfigError(f"{prefix}.grad_sample_mode=ghost: unit=user clips each user's summed gradient, whose norm "
-                              "ghost clipping cannot give (it computes per-chunk norms only, never the gradients to sum); "
-                              "use hooks")
+        if self.unit == "user" and self.grad_sample_mode in NORM_ONLY_MODES:
+            raise ConfigError(f"{prefix}.grad_sample_mode={self.grad_sample_mode}: unit=user clips each user's summed "
+                              f"gradient, whose norm {self.grad_sample_mode} clipping cannot give (it keeps per-chunk "
+                              "norms only, never the gradients to sum); use hooks")
         if self.noise_multiplier is None and self.target_epsilon is None:
             raise ConfigError(f"{prefix}.target_epsilon=None: expected a number above 0 (or set {prefix}.noise_multiplier)")

@@ -17,6 +17,7 @@ from torch.utils.data import DataLoader
 from ppmlm.errors import PPMLMError
 from ppmlm.features import FEATURE_COLUMNS
 from ppmlm.training.dp.accounting import GROUP_BOUND, PrivacyLedger, calibrate_noise, chunks_per_user, group_bound
+from ppmlm.training.dp.config import NORM_ONLY_MODES
 from ppmlm.training.dp.model import PerSampleMaskedLMLoss, embeddings_tied_and_trained, hf_layout, unshare_head_bias
 from ppmlm.training.dp.sampling import (
     CollateOrNone,
@@ -27,7 +28,7 @@ from ppmlm.training.dp.sampling import (
     physical_batches,
     stream_seed,
 )
-from ppmlm.training.objective import parameter_groups
+from ppmlm.training.optimizer import adamw
 
 
 def secure_generator():
@@ -78,7 +79,7 @@ class PrivateTrainer:
             raise PPMLMError("train.dp.grad_sample_mode=ghost: Opacus's ghost clipping cannot handle word embeddings "
                              "shared with the output projection (tied) while they are trained; set "
                              "train.dp.freeze_embeddings=true, use a model with untied embeddings "
-                             "(tie_word_embeddings=false), or grad_sample_mode=hooks")
+                             "(tie_word_embeddings=false), or grad_sample_mode=fast (which accepts them) or hooks")
         unshare_head_bias(model)
         ModuleValidator.validate(model.train(), strict=True)
         # the embeddings' inputs are token ids: their backward hook firing on outputs only is expected
@@ -86,14 +87,18 @@ class PrivateTrainer:
                                 message="Full backward hook is firing when gradients are computed with respect to module outputs")
         self.objective = PerSampleMaskedLMLoss(model).to(accelerator.device)
         wrapped = DPDDP(self.objective) if world > 1 else self.objective  # DPDDP: rank 0's weights everywhere
-        if dp.grad_sample_mode == "ghost":
+        self.norm_only = dp.grad_sample_mode in NORM_ONLY_MODES
+        if self.norm_only:
             self.module = GradSampleModuleFastGradientClipping(wrapped, max_grad_norm=dp.max_grad_norm,
-                                                               use_ghost_clipping=True, loss_reduction="mean")
+                                                               use_ghost_clipping=dp.grad_sample_mode == "ghost",
+                                                               loss_reduction="mean")
         else:
             self.module = GradSampleModule(wrapped, loss_reduction="mean")
         self.module.forbid_grad_accumulation()  # each chunk's gradient is clipped once per step
-        inner = torch.optim.AdamW(parameter_groups(self.objective, train), weight_decay=train.weight_decay)
-        optimizer_class = get_optimizer_class(clipping="flat", distributed=world > 1, grad_sample_mode=dp.grad_sample_mode)
+        inner = adamw(self.objective, train, accelerator.device)
+        # fast gradient clipping clips as ghost clipping does (norms, then a reweighted second backward pass)
+        optimizer_class = get_optimizer_class(clipping="flat", distributed=world > 1,
+                                              grad_sample_mode="ghost" if self.norm_only else dp.grad_sample_mode)
         self.noise_generator = secure or torch.Generator(device=accelerator.device)
         self.optimizer = optimizer_class(
             inner, noise_multiplier=self.noise_multiplier, max_grad_norm=dp.max_grad_norm,
@@ -116,6 +121,7 @@ class PrivateTrainer:
             self.loader = DataLoader(table, batch_sampler=self.sampler, collate_fn=CollateOrNone(collator),
                                      num_workers=train.num_workers)
         self.checkpointed = (self.objective, self.optimizer, self.ledger)
+        self.precision = "no"  # Opacus's per-chunk gradients and norms, whatever accelerate was launched with
         accelerator.print(self.summary())
         if accelerator.mixed_precision != "no":
             accelerator.print(f"DP-SGD runs in full precision: mixed_precision={accelerator.mixed_precision} is not used")
@@ -216,7 +222,7 @@ class PrivateTrainer:
         else:
             batch = {k: v.to(self.accelerator.device) for k, v in batch.items()}
             per_sample = self.module(batch["input_ids"], batch["attention_mask"], batch["labels"])
-            if self.dp.grad_sample_mode == "ghost":
+            if self.norm_only:
                 DPTensorFastGradientClipping(self.module, self.optimizer, per_sample, "mean").backward()
             else:
                 per_sample.mean().backward()
@@ -227,9 +233,9 @@ class PrivateTrainer:
         return stats
 
     def _zero_gradients(self) -> None:
-        """What a backward pass over no chunk leaves: an empty per-sample gradient (hooks) or a zero sum (ghost)."""
+        """What a backward pass over no chunk leaves: an empty per-sample gradient (hooks) or a zero sum (ghost, fast)."""
         for p in self.optimizer.params:
-            if self.dp.grad_sample_mode == "ghost":
+            if self.norm_only:
                 p.grad = torch.zeros_like(p)
             else:
                 p.grad_sample = p.new_zeros((0, *p.shape))
