@@ -399,7 +399,7 @@ def resolution(records: list[dict]) -> str:
             "every non-member, which a blind attack puts at about 1/(non-members + 1).")
 
 
-def write_report(args, runs: list[Run]) -> None:
+def write_report(args, runs: list[Run], unfinished: list[Run]) -> None:
     out_dir = args.out.parent / "results"
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
     for run in runs:
@@ -416,8 +416,9 @@ def write_report(args, runs: list[Run]) -> None:
         "",
         f"- Corpora: the synthetic generators of `ppmlm synth` ({', '.join(args.domains)}), {args.users} users each, "
         f"seed {args.seed}, split by user into members (trained on), audit non-members and population.",
-        f"- Model: {settings['model'] or 'the offline all-MiniLM-L6-v2 warm start with a fresh MLM head'}; {args.epochs} "
-        f"epochs, batches of {settings['batch_size']} chunks of at most {settings['max_length']} tokens, AdamW at "
+        f"- Model: {settings['model'] or 'the offline all-MiniLM-L6-v2 warm start with a fresh MLM head'}; "
+        f"{' or '.join(str(e) for e in sorted({r.epochs for r in runs}))} epochs, batches of {settings['batch_size']} chunks "
+        f"of at most {settings['max_length']} tokens, AdamW at "
         f"{settings['lr']} (fresh head: {settings['head_lr']}) with linear decay; DP runs at the defaults of "
         "recipes/config.yaml (target ε 8, δ 1e-5, C 10)" + (f"; overrides: `{' '.join(args.set)}`" if args.set else "") + ".",
         f"- Audit after every epoch: {resolution([runs[0].record])}",
@@ -427,6 +428,8 @@ def write_report(args, runs: list[Run]) -> None:
         "data being ready to its last audit, training and audits included; "
         f"{sum(r.record['wall_seconds'] for r in runs) / 60:.0f} minutes over the {len(runs)} runs reported, plus the "
         "reference models and each run's start-up. Training seconds count the optimizer steps alone.",
+        *([f"- Not in this report: {len(unfinished)} planned runs had not finished when it was written ("
+           + ", ".join(sorted({f'{r.domain} {r.name} ({r.epochs} epochs)' for r in unfinished})) + ")."] if unfinished else []),
         "",
     ]
     for domain in args.domains:
@@ -577,12 +580,13 @@ def main() -> None:
     if not args.report_only:
         for run in [*references, *runs]:
             train(run, launcher)
+    unfinished = [run for run in runs if not finished(run)]
     runs = [run for run in runs if finished(run)]
     if not runs:
         sys.exit("bench/results.py: no finished run to report")
     for run in runs:
         run.record = collect(run)
-    write_report(args, runs)
+    write_report(args, runs, unfinished)
 
 
 if __name__ == "__main__":

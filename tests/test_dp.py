@@ -152,7 +152,10 @@ def test_per_sample_gradients_match_autograd(family, bert_tokenizer, roberta_tok
     module(batch["input_ids"], batch["attention_mask"], batch["labels"]).mean().backward()
     for j, p in enumerate(params):
         want = torch.stack([g[j] for g in expected])
-        assert torch.allclose(p.grad_sample, want, atol=1e-6, rtol=1e-4), j
+        # float32 sums in another order (Opacus's einsum against autograd's scatter) differ by ~1e-6 of the gradient's
+        # scale, even where an entry is near 0: the tolerance follows that scale; a missing fix is off by whole units of it
+        atol = max(1e-6, 1e-5 * want.abs().max().item())
+        assert torch.allclose(p.grad_sample, want, atol=atol, rtol=1e-4), (j, (p.grad_sample - want).abs().max(), atol)
 
 
 @pytest.mark.parametrize("mode", ["hooks", "ghost", "fast"])
