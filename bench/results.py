@@ -403,7 +403,8 @@ def write_report(args, runs: list[Run], unfinished: list[Run]) -> None:
     out_dir = args.out.parent / "results"
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
     for run in runs:
-        (out_dir / "runs" / f"{run.domain}-{run.directory.name}.json").write_text(json.dumps(run.record, indent=1))
+        name = "-".join(run.directory.relative_to(args.work).parts)  # clinical-mlm, clinical-12-epochs-mlm
+        (out_dir / "runs" / f"{name}.json").write_text(json.dumps(run.record, indent=1))
     settings = runs[0].record["settings"]
     lines = [
         "# Results: privacy and utility of every recipe",
@@ -523,7 +524,7 @@ def long_section(records: list[dict], args, out_dir: Path) -> list[str]:
     lines = [
         f"## Every attack at {' and '.join(map(str, reported))} epochs ({domain} corpus)",
         "",
-        f"The same corpus, settings and audit as above, trained for {epochs} epochs (the learning rate decays over all "
+        f"The corpus, settings and audit of the Setup, trained for {epochs} epochs (the learning rate decays over all "
         f"{epochs}, so epoch {args.epochs} here is not the {args.epochs}-epoch run above) against a reference trained "
         f"{epochs} epochs on the population users; audited after every epoch, read at epochs "
         f"{' and '.join(map(str, reported))}. {resolution(records)}",
@@ -564,7 +565,8 @@ def main() -> None:
     parser.add_argument("--long-epochs", type=int, help="also train --long-recipes this many epochs on the first domain and "
                         "report every attack at --epochs and at this epoch")
     parser.add_argument("--long-recipes", nargs="+", default=["mlm", "ppmlm", "dp", "ppmlm+dp-user"], choices=list(RECIPES))
-    parser.add_argument("--recipes", nargs="+", default=list(RECIPES), choices=list(RECIPES))
+    parser.add_argument("--recipes", nargs="*", default=list(RECIPES), choices=list(RECIPES),
+                        help="recipes of the main comparison (none: only the --long-epochs runs)")
     parser.add_argument("--domains", nargs="+", default=["clinical", "legal"], choices=["clinical", "legal"])
     parser.add_argument("--sweep", choices=["axes", "grid", "none"], default="axes",
                         help="axes: k at n=1 and n at k=2; grid: every (k, n)")
