@@ -8,7 +8,7 @@ member's notes, holding the sentence alone. The audit probes the sentence alone 
 ."), so the secret sits at the positions it was trained at: BERT-like models learn absolute positions, and a
 secret appended to the end of longer notes (as the first version did) was probed where it had never been seen.
 On tiny models that moved the 16-copy canary's rank under plain MLM anywhere from 1 to 751 of 1,000 between seeds;
-at the trained positions it ranked first for every seed tried (3), with exposure falling as copies get fewer.
+in notes of its own it ranked first for each of 3 seeds, with exposure falling as copies get fewer.
 The plant is drawn from `seed` alone and recorded in the run directory (`canaries.json`, sensitive like the
 blacklist: it holds the secrets); a resumed run reads it back, so it trains and audits the very same canaries (a
 plant recorded by that first version names existing notes, and is appended to them again as it was). A canary's
