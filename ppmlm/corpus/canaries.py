@@ -3,14 +3,17 @@ chosen members' notes so that the audit can measure how much of a secret seen 1,
 
 A canary is "The <noun> code is <secret>." with a secret of `digits` random digits, so every string of that many
 digits is a candidate and the audit can rank the true one exactly among all of them (ppmlm.audit.exposure). Each
-canary is planted in one member: appended to the end of their notes, one note after the other, as many times as
-its repetitions ask, one copy per note where the member has enough notes (the most repeated canaries go first to
-members with as many notes as copies: copies that share a note let the model read the secret from a visible
-copy instead of recalling it, which understates exposure), cycling over the notes of a user who has fewer.
-The plant is drawn from `seed` alone and
-recorded in the run directory (`canaries.json`, sensitive like the blacklist: it holds the secrets); a resumed run
-reads it back, so it trains and audits the very same canaries. A canary's secret is used by one user only, so the
-blacklist's graph makes it an indirect identifier like any other (ppmlm protects it; mlm does not).
+canary is planted in one member, as many times as its repetitions ask: each copy is a note of its own added to that
+member's notes, holding the sentence alone. The audit probes the sentence alone too ("The <noun> code is [MASK]...
+."), so the secret sits at the positions it was trained at: BERT-like models learn absolute positions, and a
+secret appended to the end of longer notes (as the first version did) was probed where it had never been seen.
+On tiny models that moved the 16-copy canary's rank under plain MLM anywhere from 1 to 751 of 1,000 between seeds;
+in notes of its own it ranked first for each of 3 seeds, with exposure falling as copies get fewer.
+The plant is drawn from `seed` alone and recorded in the run directory (`canaries.json`, sensitive like the
+blacklist: it holds the secrets); a resumed run reads it back, so it trains and audits the very same canaries (a
+plant recorded by that first version names existing notes, and is appended to them again as it was). A canary's
+secret is used by one user only, so the blacklist's graph makes it an indirect identifier like any other (ppmlm
+protects it; mlm does not).
 """
 from __future__ import annotations
 
@@ -83,39 +86,49 @@ class Canary:
 
 def plan_canaries(corpus: datasets.Dataset, members: list[str], settings: CanarySettings) -> list[Canary]:
     """One canary per entry of `settings.repetitions`, each in its own member (drawn from `settings.seed`),
-    each with its own secret."""
+    each with its own secret and its own new notes."""
     rng = random.Random(f"ppmlm-canaries:{settings.seed}")
-    documents: dict[str, list[str]] = {}
-    member_set = set(members)
-    for user, doc_id in zip(corpus["user_id"], corpus["doc_id"]):
-        if user in member_set:
-            documents.setdefault(user, []).append(doc_id)
-    if len(documents) < len(settings.repetitions):
+    present = set(corpus["user_id"])
+    candidates = sorted(user for user in set(members) if user in present)
+    if len(candidates) < len(settings.repetitions):
         raise ConfigError(f"audit.canaries.repetitions={list(settings.repetitions)}: one member per canary, and the run "
-                          f"has {len(documents)} members")
-    users: dict[int, str] = {}
-    for i in sorted(range(len(settings.repetitions)), key=lambda i: -settings.repetitions[i]):  # most repeated first
-        free = sorted(set(documents) - set(users.values()))
-        roomy = [user for user in free if len(documents[user]) >= settings.repetitions[i]]
-        users[i] = rng.choice(roomy or free)
+                          f"has {len(candidates)} members")
+    users = rng.sample(candidates, len(settings.repetitions))
     secrets = rng.sample(range(10 ** settings.digits), len(settings.repetitions))
-    return [Canary(users[i], f"The {noun} code is", f"{secret:0{settings.digits}d}", repetitions,
-                   tuple(sorted(documents[users[i]])[j % len(documents[users[i]])] for j in range(repetitions)))
-            for i, (secret, repetitions, noun) in enumerate(zip(secrets, settings.repetitions, NOUNS))]
+    existing = set(corpus["doc_id"])
+    canaries = []
+    for user, secret, repetitions, noun in zip(users, secrets, settings.repetitions, NOUNS):
+        documents = tuple(f"{user}.canary-{noun}-{j + 1}" for j in range(repetitions))
+        if existing & set(documents):
+            raise ConfigError(f"audit.canaries: the corpus already has a note {sorted(existing & set(documents))[0]!r}, "
+                              "the id a canary note would take; rename it or set audit.canaries.enabled=false")
+        canaries.append(Canary(user, f"The {noun} code is", f"{secret:0{settings.digits}d}", repetitions, documents))
+    return canaries
 
 
 def plant_canaries(corpus: datasets.Dataset, canaries: list[Canary]) -> datasets.Dataset:
-    """The corpus with each canary's sentence appended to its notes, on a line of its own (offsets of the text
-    before it, gold spans included, are unchanged)."""
+    """The corpus with each canary's notes added after the others (every other column of theirs empty: no
+    spans, nothing to protect but what the blacklist finds). A canary recorded by the first version names
+    existing notes: its sentence is appended to them on a line of its own, as it was trained."""
     texts = list(corpus["text"])
     row_of = {doc_id: i for i, doc_id in enumerate(corpus["doc_id"])}
+    added = []
     for canary in canaries:
-        for doc_id in canary.documents:
-            if doc_id not in row_of:
-                raise ConfigError(f"{CANARIES_FILE}: document {doc_id!r} of a recorded canary is not in the corpus; the run "
-                                  "was planted in another corpus")
-            texts[row_of[doc_id]] += "\n" + canary.sentence
-    return corpus.remove_columns("text").add_column("text", texts)
+        recorded_in = [doc_id in row_of for doc_id in canary.documents]
+        if all(recorded_in):
+            for doc_id in canary.documents:
+                texts[row_of[doc_id]] += "\n" + canary.sentence
+        elif any(recorded_in):
+            raise ConfigError(f"{CANARIES_FILE}: the canary of {canary.user!r} names notes of the corpus and new notes "
+                              "both; the run was planted in another corpus")
+        else:
+            added += [{"user_id": canary.user, "doc_id": doc_id, "text": canary.sentence} for doc_id in canary.documents]
+    planted = corpus.remove_columns("text").add_column("text", texts)
+    if not added:
+        return planted
+    empty = {name: None for name in planted.column_names}
+    return datasets.concatenate_datasets(
+        [planted, datasets.Dataset.from_list([{**empty, **record} for record in added], features=planted.features)])
 
 
 def save_canaries(path: Path, settings: CanarySettings, canaries: list[Canary]) -> None:
