@@ -525,7 +525,7 @@ def long_section(records: list[dict], args, out_dir: Path) -> list[str]:
         f"## Every attack at {' and '.join(map(str, reported))} epochs ({domain} corpus)",
         "",
         f"The corpus, settings and audit of the Setup, trained for {epochs} epochs (the learning rate decays over all "
-        f"{epochs}, so epoch {args.epochs} here is not the {args.epochs}-epoch run above) against a reference trained "
+        f"{epochs}, so epoch {args.epochs} here is not what a {args.epochs}-epoch run gives) against a reference trained "
         f"{epochs} epochs on the population users; audited after every epoch, read at epochs "
         f"{' and '.join(map(str, reported))}. {resolution(records)}",
         "",

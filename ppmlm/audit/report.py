@@ -170,7 +170,7 @@ def _image(figure, alt: str) -> str:
     import matplotlib.pyplot as plt
 
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    figure.savefig(buffer, format="png", dpi=90)  # laid out when made: a "tight" box would draw it twice
     plt.close(figure)
     return f'<img alt="{_text(alt)}" src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}">'
 
@@ -178,7 +178,7 @@ def _image(figure, alt: str) -> str:
 def _roc_figure(sample_rows: list[dict], user_rows: list[dict]):
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, 2, figsize=(11, 4.8))
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4.8), layout="constrained")
     for ax, level, rows, attacks in ((axes[0], "sample", sample_rows, SAMPLE_ATTACKS),
                                      (axes[1], "user", user_rows, USER_ATTACKS)):
         floor = 1.0
@@ -203,7 +203,7 @@ def _epochs_figure(epochs: list[dict]):
     """Privacy on its own axis, zoomed to its range (the interesting values lie between 0.9 and 1)."""
     import matplotlib.pyplot as plt
 
-    figure, (privacy, utility, attacks) = plt.subplots(1, 3, figsize=(14, 4.2))
+    figure, (privacy, utility, attacks) = plt.subplots(1, 3, figsize=(14, 4.2), layout="constrained")
     x = [e["epoch"] for e in epochs]
     scores = [e["privacy"]["score"] for e in epochs]
     privacy.plot(x, scores, "o-")
@@ -228,7 +228,7 @@ def _regurgitation_figure(figures: dict):
     import matplotlib.pyplot as plt
 
     counts = figures["privacy"]["regurgitation"]
-    figure, ax = plt.subplots(figsize=(6, 4.2))
+    figure, ax = plt.subplots(figsize=(6, 4.2), layout="constrained")
     occurrences, predictions = np.array(counts["training_occurrences"]), np.array(counts["predictions"])
     if len(occurrences):
         ax.scatter(np.maximum(occurrences, 1), predictions, alpha=0.6)
