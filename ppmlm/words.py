@@ -10,6 +10,7 @@ wherever it occurs.
 from __future__ import annotations
 
 import unicodedata
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Iterator
@@ -57,6 +58,7 @@ class WordSegmenter:
         self._tokenizer = _blank(lang).tokenizer
         self.stop_words = _blank(lang).Defaults.stop_words
         self._terms: dict[int, str | None] = {}  # spaCy orth id -> term: each distinct string normalized once
+        self._remembered: dict[str, Words | None] | None = None  # see `remembering`
 
     def normalize(self, text: str) -> str | None:
         """The term for a word's text, or None when the word has no letter or digit."""
@@ -88,7 +90,24 @@ class WordSegmenter:
         return Words(starts, ends, terms)
 
     def __call__(self, text: str) -> Words:
-        return self._words(self._tokenizer(text))
+        remembered = self._remembered
+        if remembered is None or text not in remembered:
+            return self._words(self._tokenizer(text))
+        words = remembered[text]
+        if words is None:
+            words = remembered[text] = self._words(self._tokenizer(text))
+        return words
+
+    @contextmanager
+    def remembering(self, texts: Iterable[str]):
+        """Within the block, each of `texts` is segmented once and its words served again to every later reader
+        (the stages that prepare an audit read the audited notes four or five times); other texts are segmented as
+        usual and not kept, so memory is bounded by `texts`."""
+        self._remembered = dict.fromkeys(texts)
+        try:
+            yield self
+        finally:
+            self._remembered = None
 
     def memory_zone(self):
         """spaCy's memory zone of the tokenizer (spaCy >= 3.8): the strings and lexemes added while segmenting
@@ -97,5 +116,8 @@ class WordSegmenter:
         return _blank(self.lang).memory_zone()
 
     def pipe(self, texts: Iterable[str], batch_size: int = 1000) -> Iterator[Words]:
+        if self._remembered is not None:
+            yield from map(self, texts)
+            return
         for doc in self._tokenizer.pipe(texts, batch_size=batch_size):
             yield self._words(doc)

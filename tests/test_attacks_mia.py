@@ -81,7 +81,7 @@ def audit(setup, model, out, **settings):
     """One chunk per audited user, so the non-members' two other chunks are the RMIA population; γ = 2: with 24
     population chunks a non-member beats them all by chance (1 in 23), and ties at 1 with every member at γ = 1."""
     config = AuditConfig(max_chunks_per_user=1, max_tokens_per_user=None, rmia_population_chunks=24, rmia_gamma=2.0, neighbours=8,
-                         neighbour_words=2, neighbour_maskings=10, **FAST, **settings)
+                         neighbour_words=2, maskings=10, neighbour_maskings=10, **FAST, **settings)
     return run_audit(model, setup.tokenizer, setup.corpus, setup.split, setup.blacklist, out, 1, config,
                      reference=setup.reference)
 

@@ -68,3 +68,16 @@ def test_new_k_needs_no_new_pass(tmp_path):
     for k in (1, 2, 3, 4):
         assert (reloaded.indirect(k) == graph.indirect(k)).all()
     assert reloaded.terms == graph.terms and reloaded.users == graph.users
+
+
+def test_remembered_notes_are_segmented_once_and_read_the_same():
+    segmenter = WordSegmenter()
+    texts = [text for _, text in CORPUS]
+    plain = [segmenter(text) for text in texts]
+    with segmenter.remembering(texts[:2]):
+        first = list(segmenter.pipe(texts))
+        again = list(segmenter.pipe(texts))
+    assert first == plain and again == plain
+    assert again[0] is first[0] and again[1] is first[1]  # remembered: the same words, not segmented again
+    assert again[2] is not first[2]  # not asked to be remembered: segmented each time
+    assert segmenter(texts[0]) is not first[0]  # forgotten after the block

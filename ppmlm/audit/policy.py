@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
 from ppmlm.audit.attacks import SAMPLE_ATTACKS
 from ppmlm.audit.attacks import USER_ATTACKS as ATTACKS
 from ppmlm.errors import PPMLMError
@@ -144,8 +146,6 @@ class SharingPolicy:
     @classmethod
     def for_run(cls, run_dir) -> SharingPolicy:
         """The policy in the run's config.yaml (the defaults when it has no `share` block)."""
-        from omegaconf import OmegaConf
-
         path = Path(run_dir) / "config.yaml"
         if not path.exists():
             raise PPMLMError(f"{run_dir}: not a training run directory (no config.yaml)")

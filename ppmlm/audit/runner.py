@@ -79,24 +79,26 @@ def prepare_audit(tokenizer, corpus, split, blacklist, config: AuditConfig = Aud
     non_members = choose_users(available[False], config.max_users_per_side, generator)
     members = choose_users(available[True], config.max_users_per_side or len(non_members), generator)
     roles = {**{u: True for u in members}, **{u: False for u in non_members}}
-    chunks = user_chunks(corpus, roles, blacklist.segmenter, tokenizer, config.max_length)
-    samples = pick_samples(chunks, config.max_chunks_per_user, config.max_tokens_per_user, generator)
-    samples, plans = _with_plans(samples, config, generator)
-    population, population_plans = [], []
-    if with_reference and config.rmia_population_chunks:
-        population, population_plans = _with_plans(
-            population_samples(chunks, samples, config.rmia_population_chunks, generator), config, generator,
-            config.rmia_population_maskings)
-    reader = WordReader(tokenizer, blacklist.segmenter)
-    graph = AuditorGraph(corpus, set(split.members), set(split.audit_non_members + lent), blacklist.segmenter, reader)
-    k = config.k or blacklist.stats.get("parameters", {}).get("k", 2)
-    return AuditInputs(
-        members, non_members, roles, available, len(lent), {user: len(found) for user, found in chunks.items()},
-        samples, plans, population, population_plans, generator.get_state(), reader, graph, k,
-        Identifiers.from_blacklist(blacklist, reader),
-        independent_identifiers(config.identifiers_from, corpus, set(split.members), blacklist, reader),
-        inversion_probe(tokenizer, corpus, members, non_members, blacklist, reader, graph.degree, k, config)
-        if config.inversion.enabled else None)
+    audited_notes = [text for user, text in zip(corpus["user_id"], corpus["text"]) if user in roles]
+    with blacklist.segmenter.remembering(audited_notes) as segmenter:
+        chunks = user_chunks(corpus, roles, segmenter, tokenizer, config.max_length)
+        samples = pick_samples(chunks, config.max_chunks_per_user, config.max_tokens_per_user, generator)
+        samples, plans = _with_plans(samples, config, generator)
+        population, population_plans = [], []
+        if with_reference and config.rmia_population_chunks:
+            population, population_plans = _with_plans(
+                population_samples(chunks, samples, config.rmia_population_chunks, generator), config, generator,
+                config.rmia_population_maskings)
+        reader = WordReader(tokenizer, segmenter)
+        graph = AuditorGraph(corpus, set(split.members), set(split.audit_non_members + lent), segmenter, reader)
+        k = config.k or blacklist.stats.get("parameters", {}).get("k", 2)
+        return AuditInputs(
+            members, non_members, roles, available, len(lent), {user: len(found) for user, found in chunks.items()},
+            samples, plans, population, population_plans, generator.get_state(), reader, graph, k,
+            Identifiers.from_blacklist(blacklist, reader),
+            independent_identifiers(config.identifiers_from, corpus, set(split.members), blacklist, reader),
+            inversion_probe(tokenizer, corpus, members, non_members, blacklist, reader, graph.degree, k, config)
+            if config.inversion.enabled else None)
 
 
 def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, config: AuditConfig = AuditConfig(),
