@@ -65,8 +65,11 @@ def pseudo_user_corpus(source: Path, out: Path, documents: int, notes_per_user: 
                         for i, text in enumerate(texts[start : start + size])]
             sizes.append(min(size, len(texts) - start))
             start += size
+    text = "".join(json.dumps(record) + "\n" for record in records)
+    if out.exists() and out.read_text() != text:  # same settings write the same file; anything else is not ours
+        sys.exit(f"bench/dp_utility.py: {out} exists and is not this corpus: move it or choose another --work")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(record) + "\n" for record in records))
+    out.write_text(text)
     return {"documents": len(records), "users": len(sizes), "documents_per_user": [min(sizes), float(np.mean(sizes)), max(sizes)]}
 
 
