@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
+import tempfile
 from pathlib import Path
 
 from ppmlm.corpus.domains import SYNTHETIC_DOMAINS
@@ -13,13 +15,36 @@ from ppmlm.models import local_models_only
 
 
 def _synth(args) -> None:
-    from ppmlm.corpus.domains import generate_synthetic
+    from ppmlm.corpus.domains import synthetic_records
     from ppmlm.corpus.engine import write_jsonl
 
-    records = generate_synthetic(args.domain, args.users, seed=args.seed)
-    write_jsonl(records, args.out)
+    out = Path(args.out)
+    if out.exists():
+        raise PPMLMError(f"--out {out}: the file exists; ppmlm synth never overwrites one, choose another path")
+    if not out.parent.is_dir():
+        raise PPMLMError(f"--out {out}: no directory {out.parent}")
+    records = synthetic_records(args.domain, args.users, seed=args.seed)
+    with tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.", suffix=".partial", delete=False) as partial:
+        pass
+    try:  # streamed to a file of its own, then put under --out: an interrupted run leaves no half corpus there
+        written = write_jsonl(records, partial.name)
+        _claim(Path(partial.name), out)
+    finally:
+        Path(partial.name).unlink(missing_ok=True)
     users = "patients" if args.domain == "clinical" else "cases"
-    print(f"wrote {len(records)} {args.domain} documents of {args.users} synthetic {users} to {args.out}")
+    print(f"wrote {written} {args.domain} documents of {args.users} synthetic {users} to {out}")
+
+
+def _claim(written: Path, out: Path) -> None:
+    """Puts `written` under the name `out` unless a file of that name appeared meanwhile."""
+    try:
+        os.link(written, out)  # unlike a rename, fails rather than replace
+    except FileExistsError:
+        raise PPMLMError(f"--out {out}: a file of that name appeared while writing; it was left as it was") from None
+    except OSError:  # a filesystem without hard links
+        if out.exists():
+            raise PPMLMError(f"--out {out}: a file of that name appeared while writing; it was left as it was") from None
+        os.replace(written, out)
 
 
 def _peak_rss_mib(who: str) -> float:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ppmlm.corpus.domains import synthetic_records
 from ppmlm.errors import ConfigError, CorpusError, PPMLMError
 from ppmlm.pipeline import compose_config, train
 from ppmlm.rundir import RunDirectory
@@ -216,3 +217,16 @@ def test_command_line_numbers_out_of_range_are_one_error(tmp_path, monkeypatch, 
         main(argv)
     assert exit_.value.code == 2 and capsys.readouterr().err.strip().splitlines()[-1].endswith(named)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_synth_never_overwrites_a_file_and_leaves_nothing_on_error(tmp_path, monkeypatch, capsys):
+    from ppmlm.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.jsonl").write_text("a user's own notes\n")
+    assert main(["synth", "--users", "2", "--out", "notes.jsonl"]) == 2
+    assert "--out notes.jsonl: the file exists; ppmlm synth never overwrites one" in capsys.readouterr().err
+    assert (tmp_path / "notes.jsonl").read_text() == "a user's own notes\n"
+    assert main(["synth", "--users", "2", "--out", "new.jsonl"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.jsonl", "notes.jsonl"]  # no partial file left
+    assert len((tmp_path / "new.jsonl").read_text().splitlines()) == sum(1 for _ in synthetic_records("clinical", 2))

@@ -16,7 +16,7 @@ from ppmlm.corpus.domains import generate_synthetic
 
 CHECKED_FAKERS = ("40.54.0", "40.63.0")  # each gives these very digests
 pytestmark = pytest.mark.skipif(faker.VERSION not in CHECKED_FAKERS,
-                                reason=f"digests checked with Faker {', '.join(CHECKED_FAKERS)}, Faker {faker.VERSION} is installed")
+                                reason=f"digests checked with Faker {' and '.join(CHECKED_FAKERS)}, not {faker.VERSION}")
 
 
 def _digest(records: list[dict]) -> str:

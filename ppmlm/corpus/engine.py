@@ -19,7 +19,7 @@ from functools import cache
 from importlib.resources import files
 from pathlib import Path
 from types import MappingProxyType, SimpleNamespace
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 from faker import Faker
 
@@ -206,21 +206,28 @@ def _documents(spec: Spec, user: User, shared: Any, rng: random.Random) -> list[
     return records
 
 
-def generate(spec: Spec, n_users: int, seed: int) -> list[dict]:
-    """The documents of `n_users` users of `spec`, identical for the same arguments; user i depends only on
-    (seed, i), so a corpus of more users extends a smaller one unchanged."""
+def generate_records(spec: Spec, n_users: int, seed: int) -> Iterator[dict]:
+    """The documents of `n_users` users of `spec`, one user after the other, identical for the same arguments;
+    user i depends only on (seed, i), so a corpus of more users extends a smaller one unchanged. A generator, so
+    that a corpus of millions of notes goes to disk in the memory of one user's."""
     fake = Faker("en_US")
     shared = spec.draw_shared(seed, fake)
-    records: list[dict] = []
     for index in range(n_users):
         rng = random.Random(f"{spec.vocabulary.corpus['user_stream']}:{seed}:{index}")
         user = spec.draw_user(seed, index, fake, shared, rng)
-        records.extend(_documents(spec, user, shared, rng))
-    return records
+        yield from _documents(spec, user, shared, rng)
 
 
-def write_jsonl(records: list[dict], path) -> None:
-    """One JSON object per line, UTF-8, non-ASCII kept as is."""
+def generate(spec: Spec, n_users: int, seed: int) -> list[dict]:
+    """`generate_records` as a list."""
+    return list(generate_records(spec, n_users, seed))
+
+
+def write_jsonl(records: Iterable[dict], path) -> int:
+    """One JSON object per line, UTF-8, non-ASCII kept as is; returns the number of records written."""
+    written = 0
     with Path(path).open("w", encoding="utf-8") as handle:
         for record in records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            written += 1
+    return written
