@@ -230,3 +230,16 @@ def test_synth_never_overwrites_a_file_and_leaves_nothing_on_error(tmp_path, mon
     assert main(["synth", "--users", "2", "--out", "new.jsonl"]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new.jsonl", "notes.jsonl"]  # no partial file left
     assert len((tmp_path / "new.jsonl").read_text().splitlines()) == sum(1 for _ in synthetic_records("clinical", 2))
+
+
+def test_audit_never_writes_into_a_folder_it_does_not_own(tmp_path, monkeypatch, capsys):
+    from ppmlm.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "report.html").write_text("a user's own report")
+    for out, named in (("mine", "holds files that are not a ppmlm audit's (report.html)"), ("mine/report.html", "is a file")):
+        assert main(["audit", "--model", "no-such-checkpoint", "--out", out]) == 2
+        assert f"--out {out}: {named}" in capsys.readouterr().err
+    assert [p.name for p in mine.iterdir()] == ["report.html"] and (mine / "report.html").read_text() == "a user's own report"

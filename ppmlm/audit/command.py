@@ -15,6 +15,7 @@ from transformers import AutoTokenizer
 
 from ppmlm.audit.checkpoint import audit_checkpoint
 from ppmlm.audit.config import AuditConfig
+from ppmlm.audit.outputs import check_audit_dir
 from ppmlm.audit.policy import SharingPolicy
 from ppmlm.audit.reference import resolve_reference
 from ppmlm.corpus.canaries import CANARIES_FILE, load_canaries, plant_canaries
@@ -54,6 +55,7 @@ def audit_command(model: Path, data, blacklist: Path | None, out: Path, referenc
     """Loads everything the audit needs from paths and runs it; `settings` override AuditConfig fields.
     `data` and `blacklist` may be None for a checkpoint inside a training run (the run's own are used);
     `train_reference` trains a population reference that is not cached yet."""
+    check_audit_dir(out)
     model = Path(model)
     if not (model / "config.json").exists():
         raise PPMLMError(f"--model {model}: not a saved model directory (no config.json)")

@@ -23,6 +23,7 @@ import re
 import secrets
 from pathlib import Path
 
+from ppmlm.errors import PPMLMError
 from ppmlm.files import write_atomically
 
 EPOCH_FILE = re.compile(r"epoch-(\d+)\.json$")
@@ -94,6 +95,28 @@ def read_epochs(out_dir: Path) -> list[dict]:
     """Every epoch-N.json of the directory, in epoch order."""
     found = [(int(m.group(1)), p) for p in Path(out_dir).glob("epoch-*.json") if (m := EPOCH_FILE.search(p.name))]
     return [json.loads(p.read_text(encoding="utf-8")) for _, p in sorted(found)]
+
+
+OWN_NAME = re.compile(r"(epoch-\d+\.json|scores-epoch-\d+-(samples|users|population|inversion|canaries)\.jsonl|report\.html"
+                      r"|\.salt|\.reference-energies|\.[^/]+\.tmp[^/]*)$")
+
+
+def check_audit_dir(out_dir) -> Path:
+    """Refuses an --out that an audit would write into without owning it: a file, or a folder that holds anything
+    but an audit's files, or an audit's files without the secret that signed them. Called before the audit runs,
+    so that a user's folder is never written into (epoch-N.json and report.html are common names)."""
+    out_dir = Path(out_dir)
+    advice = "choose a new or empty directory, or an audit directory of ppmlm"
+    if out_dir.exists() and not out_dir.is_dir():
+        raise PPMLMError(f"--out {out_dir}: is a file; {advice}")
+    if out_dir.is_dir():
+        names = sorted(p.name for p in out_dir.iterdir())
+        foreign = [name for name in names if not OWN_NAME.fullmatch(name)]
+        if foreign or (names and SECRET not in names):
+            shown = foreign or names
+            raise PPMLMError(f"--out {out_dir}: holds files that are not a ppmlm audit's ({', '.join(shown[:3])}"
+                             f"{', ...' if len(shown) > 3 else ''}); {advice}")
+    return out_dir
 
 
 def reference_cache(out_dir: Path, key: str) -> Path:
