@@ -9,6 +9,8 @@ from ppmlm.cli import main
 from ppmlm.corpus.loading import load_corpus
 from ppmlm.errors import BlacklistError
 from ppmlm.identifiers.blacklist import AUTO_PARALLEL_DOCUMENTS, Blacklist, build_blacklist, ner_processes
+from ppmlm.identifiers.ner import Span
+from ppmlm.identifiers.spans import SpanTable
 from ppmlm.words import WordSegmenter
 
 NOTES = [
@@ -248,3 +250,16 @@ def test_digest_is_the_same_in_memory_and_after_a_round_trip(tmp_path):
     loaded = Blacklist.load(built.save(tmp_path / "bl"))
     assert loaded.digest() == built.digest() != built.with_k(3).digest()
     assert len(built.digest()) == 64
+
+
+def test_span_table_reads_as_the_mapping_of_lists_it_replaces():
+    spans = {"d1": [Span(0, 4, "NAME"), Span(9, 12, "DATE")], "d2": [], "d3": [Span(3, 5, "NAME")]}
+    table = SpanTable(spans)
+    assert table == spans and list(table) == ["d1", "d2", "d3"] and len(table) == 3
+    assert table.get("missing", ()) == () and "d2" in table and "missing" not in table
+    table.append("d3", Span(7, 8, "AGE"))  # the last document: extended in place
+    table.append("d1", Span(20, 22, "ID"))  # an earlier one: its spans move to the end
+    table.append("d4", Span(1, 2, "URL"))
+    table.add("d2", [Span(5, 6, "NAME")])  # adding again replaces, as a dict would
+    assert table == {"d1": [*spans["d1"], Span(20, 22, "ID")], "d2": [Span(5, 6, "NAME")],
+                     "d3": [Span(3, 5, "NAME"), Span(7, 8, "AGE")], "d4": [Span(1, 2, "URL")]}

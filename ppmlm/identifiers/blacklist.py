@@ -25,7 +25,7 @@ import tempfile
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Mapping
 
 import datasets
 import numpy as np
@@ -38,6 +38,7 @@ from ppmlm.identifiers.graph import GraphBuilder, GraphMerger, UserTermGraph
 from ppmlm.identifiers.labels import NAME
 from ppmlm.identifiers.ner import Span, load_ner
 from ppmlm.identifiers.profiles import DEFAULT_PROFILE
+from ppmlm.identifiers.spans import SpanTable
 from ppmlm.words import Words, WordSegmenter
 
 DIRECT, INDIRECT, BOTH = "direct", "indirect", "both"
@@ -86,7 +87,7 @@ class TermMatcher:
 class Blacklist:
     """Identifier terms and per-document direct spans; decides which words of a document are protected."""
 
-    def __init__(self, terms: dict[str, TermEntry], spans: dict[str, list[Span]], stats: dict | None = None,
+    def __init__(self, terms: dict[str, TermEntry], spans: Mapping[str, list[Span]], stats: dict | None = None,
                  casefold: bool = False, graph: UserTermGraph | None = None):
         self.terms = terms
         self.spans = spans
@@ -223,14 +224,14 @@ class Blacklist:
             for line in handle:
                 entry = TermEntry(**json.loads(line))
                 terms[entry.term] = entry
-        spans: dict[str, list[Span]] = defaultdict(list)
+        spans = SpanTable()
         with (directory / "spans.jsonl").open(encoding="utf-8") as handle:
             for line in handle:
                 record = json.loads(line)
-                spans[record["doc_id"]].append(Span(record["start"], record["end"], record["label"]))
+                spans.append(record["doc_id"], Span(record["start"], record["end"], record["label"]))
         stats = json.loads((directory / "stats.json").read_text(encoding="utf-8"))
         graph = UserTermGraph.load(directory / "graph") if (directory / "graph").exists() else None
-        return cls(terms, dict(spans), stats, stats.get("casefold", False), graph)
+        return cls(terms, spans, stats, stats.get("casefold", False), graph)
 
 
 def check_output_dir(directory) -> Path:
@@ -425,7 +426,7 @@ class CountsMerger:
 
     def __init__(self):
         self.documents = 0
-        self.spans: dict[str, list[Span]] = {}
+        self.spans = SpanTable()
         self.graph = GraphMerger()
         self.tagged_words: Counter = Counter()
         self.direct: dict[str, TermEntry] = {}
