@@ -18,7 +18,7 @@ from ppmlm.corpus.streaming import FileShards
 from ppmlm.errors import BlacklistError, ConfigError, CorpusError
 from ppmlm.identifiers import shards as shards_module
 from ppmlm.identifiers.blacklist import Blacklist, build_blacklist
-from ppmlm.identifiers.shards import DatasetShards, build_in_shards
+from ppmlm.identifiers.shards import DatasetShards, build_in_shards, remove_work_dir
 from ppmlm.pipeline import compose_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,6 +137,19 @@ def test_a_foreign_work_folder_is_refused(notes, tmp_path):
     with pytest.raises(BlacklistError, match="not a blacklist work folder"):
         build_in_shards(DatasetShards(notes, 5), ner="none", work_dir=tmp_path, progress=False)
     assert (tmp_path / "mine.txt").read_text() == "a user's file"
+
+
+def test_a_work_folder_is_removed_only_if_the_build_made_it(notes, tmp_path):
+    made, given = tmp_path / "made", tmp_path / "given"
+    given.mkdir()  # an empty folder of the user's
+    for work in (made, given):
+        with pytest.raises(Killed):
+            build_in_shards(KilledAt(notes, 5, stop=2), ner="none", work_dir=work, progress=False)
+        build_in_shards(DatasetShards(notes, 5), ner="none", work_dir=work, progress=False)  # resumes
+        assert len(list(work.glob("counts-*"))) == -(-len(notes) // 5)
+        remove_work_dir(work)
+    assert not made.exists()
+    assert given.is_dir() and list(given.iterdir()) == []
 
 
 def write_formats(corpus, directory: Path) -> dict[str, Path]:

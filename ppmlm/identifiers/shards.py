@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
+import re
 import shutil
 import tempfile
 from collections import deque
@@ -55,6 +56,8 @@ from ppmlm.words import WordSegmenter
 ENGINES = ("local", "dask")
 DEFAULT_SHARD_SIZE = 2000  # documents per shard: a few MB of text, and tens of seconds of NER
 WORK_MARKER = ".ppmlm-blacklist-work"
+ADOPTED = "adopted"  # the marker's text when the folder existed (empty) before: only our files are removed
+WORK_FILE = re.compile(r"\.?(counts|protection)-\d{6}-[0-9a-f]+\.bin(\.tmp)?")  # `_Store` files, staged or not
 RESULT_FORMAT = 1  # part of every result key: a change of what a shard result holds must not reuse old ones
 
 
@@ -209,16 +212,28 @@ def check_engine(engine: str, scheduler: str | None) -> None:
 
 
 def remove_work_dir(work_dir: Path) -> None:
-    """Deletes a work folder this module made (it holds spans: sensitive), and nothing else."""
-    if (work_dir / WORK_MARKER).is_file():
+    """Deletes what this module wrote into a work folder (shard results hold spans: sensitive), and the folder
+    itself only if it made it: an empty folder given as --work-dir is the user's and stays."""
+    marker = work_dir / WORK_MARKER
+    if not marker.is_file():
+        return
+    if marker.read_text() != ADOPTED:
         shutil.rmtree(work_dir)
+        return
+    for path in work_dir.iterdir():
+        if WORK_FILE.fullmatch(path.name):
+            path.unlink()
+    marker.unlink()
 
 
 def _open_work_dir(work_dir: Path) -> None:
-    if work_dir.exists() and any(work_dir.iterdir()) and not (work_dir / WORK_MARKER).is_file():
+    marker = work_dir / WORK_MARKER
+    if work_dir.exists() and any(work_dir.iterdir()) and not marker.is_file():
         raise BlacklistError(f"{work_dir}: exists and is not a blacklist work folder; choose another --work-dir")
-    work_dir.mkdir(parents=True, exist_ok=True)
-    (work_dir / WORK_MARKER).touch()
+    if not marker.is_file():
+        marker_text = ADOPTED if work_dir.exists() else ""
+        work_dir.mkdir(parents=True, exist_ok=True)
+        marker.write_text(marker_text)
 
 
 def _check_and_fingerprint(source: ShardSource, settings: Settings) -> tuple[list[tuple[str, int]], str]:
