@@ -23,14 +23,13 @@ def _synth(args) -> None:
         raise PPMLMError(f"--out {out}: the file exists; ppmlm synth never overwrites one, choose another path")
     if not out.parent.is_dir():
         raise PPMLMError(f"--out {out}: no directory {out.parent}")
-    records = synthetic_records(args.domain, args.users, seed=args.seed)
-    with tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.", suffix=".partial", delete=False) as partial:
-        pass
+    handle, partial = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".partial")
+    os.close(handle)
     try:  # streamed to a file of its own, then put under --out: an interrupted run leaves no half corpus there
-        written = write_jsonl(records, partial.name)
-        _claim(Path(partial.name), out)
+        written = write_jsonl(synthetic_records(args.domain, args.users, seed=args.seed), partial)
+        _claim(Path(partial), out)
     finally:
-        Path(partial.name).unlink(missing_ok=True)
+        Path(partial).unlink(missing_ok=True)
     users = "patients" if args.domain == "clinical" else "cases"
     print(f"wrote {written} {args.domain} documents of {args.users} synthetic {users} to {out}")
 
@@ -39,12 +38,14 @@ def _claim(written: Path, out: Path) -> None:
     """Puts `written` under the name `out` unless a file of that name appeared meanwhile."""
     try:
         os.link(written, out)  # unlike a rename, fails rather than replace
+        return
     except FileExistsError:
-        raise PPMLMError(f"--out {out}: a file of that name appeared while writing; it was left as it was") from None
+        pass
     except OSError:  # a filesystem without hard links
-        if out.exists():
-            raise PPMLMError(f"--out {out}: a file of that name appeared while writing; it was left as it was") from None
-        os.replace(written, out)
+        if not out.exists():
+            os.replace(written, out)
+            return
+    raise PPMLMError(f"--out {out}: a file of that name appeared while writing; it was left as it was")
 
 
 def _peak_rss_mib(who: str) -> float:

@@ -97,7 +97,7 @@ def read_epochs(out_dir: Path) -> list[dict]:
     return [json.loads(p.read_text(encoding="utf-8")) for _, p in sorted(found)]
 
 
-OWN_NAME = re.compile(r"(epoch-\d+\.json|scores-epoch-\d+-(samples|users|population|inversion|canaries)\.jsonl|report\.html"
+OWN_NAME = re.compile(r"(epoch-\d+\.json|scores-epoch-\d+-(samples|users|population|inversion)\.jsonl|report\.html"
                       r"|\.salt|\.reference-energies|\.[^/]+\.tmp[^/]*)$")
 
 
