@@ -65,7 +65,7 @@ def one_update(tokenizer, features, batch_size, accumulation, **accelerator_opti
     GradientState._reset_state()
     accelerator = Accelerator(cpu=True, gradient_accumulation_steps=accumulation, **accelerator_options)
     settings = train_config(f"train.batch_size={batch_size}", f"train.gradient_accumulation_steps={accumulation}")
-    trainer = PlainTrainer(settings, tiny_model(tokenizer), features, every_fourth_token, accelerator)
+    trainer = PlainTrainer(settings, 0, tiny_model(tokenizer), features, every_fourth_token, accelerator)
     seen = []
     trainer.optimizer.optimizer.register_step_pre_hook(
         lambda optimizer, args, kwargs: seen.append([p.grad.clone() for p in trainer.objective.parameters()]))
@@ -137,7 +137,7 @@ def test_bf16_autocast_trains_a_tiny_model_on_cpu(bert_tokenizer, eight_chunks):
     AcceleratorState._reset_state(reset_partial_state=True)
     GradientState._reset_state()
     accelerator = Accelerator(cpu=True, mixed_precision="bf16")
-    trainer = PlainTrainer(train_config("train.batch_size=4", "train.lr=1e-3"), tiny_model(bert_tokenizer),
+    trainer = PlainTrainer(train_config("train.batch_size=4", "train.lr=1e-3"), 0, tiny_model(bert_tokenizer),
                            eight_chunks, every_fourth_token, accelerator)
     dtypes = []
     layer = trainer.objective.model.base_model.encoder.layer[0].intermediate.dense
@@ -157,7 +157,7 @@ def test_compiled_encoder_computes_the_eager_step(bert_tokenizer, eight_chunks):
     eager_grads, _, eager_stats, _ = one_update(bert_tokenizer, eight_chunks, batch_size=8, accumulation=1)
     AcceleratorState._reset_state(reset_partial_state=True)
     GradientState._reset_state()
-    trainer = PlainTrainer(train_config("train.batch_size=8", "train.compile=true"), tiny_model(bert_tokenizer),
+    trainer = PlainTrainer(train_config("train.batch_size=8", "train.compile=true"), 0, tiny_model(bert_tokenizer),
                            eight_chunks, every_fourth_token, Accelerator(cpu=True))
     seen = []
     trainer.optimizer.optimizer.register_step_pre_hook(

@@ -34,7 +34,8 @@ NOT_IN_KEY = ("output_dir", "resume", "audit", "share")
 NOT_IN_KEY_TRAIN = ("log_every", "tracker", "num_workers")
 # The speed options (docs/training.md) at the values that train as before they existed: left out of the key, so
 # that references cached before them are still found; any other value trains another model and is in the key.
-TRAIN_AS_BEFORE = {"gradient_accumulation_steps": 1, "mixed_precision": None, "fused_optimizer": "auto", "compile": False}
+TRAIN_AS_BEFORE = {"gradient_accumulation_steps": 1, "mixed_precision": None, "fused_optimizer": "auto", "compile": False,
+                   "packing": False}
 
 
 def reference_config(cfg):

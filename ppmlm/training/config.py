@@ -29,6 +29,7 @@ class TrainConfig(Section):
     mixed_precision: str | None = checked(choice(*MIXED_PRECISIONS))
     fused_optimizer: str | bool = checked(choice("auto", True, False))  # auto: fused AdamW kernels on CUDA only
     compile: bool = checked(flag())  # torch.compile the encoder
+    packing: bool = checked(flag())  # whole chunks packed into rows of max_length tokens (ppmlm/training/packing.py)
     dp: DPConfig = checked(section(DPConfig))
 
     def check_together(self, prefix: str) -> None:
@@ -42,6 +43,9 @@ class TrainConfig(Section):
         if self.dp.enabled and self.mixed_precision in ("bf16", "fp16"):
             raise ConfigError(f"{prefix}.mixed_precision={self.mixed_precision}: DP-SGD runs in full precision (Opacus's "
                               "per-chunk gradients and norms); leave it null or no")
+        if self.dp.enabled and self.packing:
+            raise ConfigError(f"{prefix}.packing=true: a packed row holds several chunks, often of several users, and "
+                              "DP-SGD clips each row's gradient as one unit of privacy: leave it false")
         if self.dp.enabled and self.compile:
             raise ConfigError(f"{prefix}.compile=true: Opacus's per-chunk hooks do not run under torch.compile; DP-SGD "
                               "runs eager: leave it false")

@@ -36,6 +36,7 @@ from ppmlm.training.distributed import end_processes
 from ppmlm.training.dp.trainer import PrivateTrainer
 from ppmlm.training.objective import MaskedLMLoss
 from ppmlm.training.optimizer import adamw
+from ppmlm.training.packing import PackedRows, PackingCollator, position_offset
 
 
 class TrainingCallback(Protocol):
@@ -95,7 +96,7 @@ def train(cfg, callbacks: Sequence[TrainingCallback] = ()) -> Path:
     if cfg.train.dp.enabled:
         trainer = PrivateTrainer(cfg.train, cfg.seed, model, data.features, collator, accelerator)
     else:
-        trainer = PlainTrainer(cfg.train, model, data.features, collator, accelerator)
+        trainer = PlainTrainer(cfg.train, cfg.seed, model, data.features, collator, accelerator)
     total_steps = cfg.train.epochs * trainer.steps_per_epoch
     scheduler = get_linear_schedule_with_warmup(trainer.optimizer, math.ceil(cfg.train.warmup_ratio * total_steps), total_steps)
     accelerator.register_for_checkpointing(scheduler, *trainer.checkpointed)
@@ -224,14 +225,18 @@ class PlainTrainer:
     """Non-private steps: accelerate's data parallelism, gradient accumulation and mixed precision, optional
     clipping of the batch gradient, and the speed options of docs/training.md (fused AdamW, torch.compile)."""
 
-    def __init__(self, train, model, features, collator, accelerator):
+    def __init__(self, train, seed, model, features, collator, accelerator):
         """`train`: the run's TrainConfig; `accelerator` carries its mixed precision and gradient accumulation."""
         self.train, self.accelerator = train, accelerator
-        loader = DataLoader(
-            features.select_columns(list(FEATURE_COLUMNS)),
-            batch_size=train.batch_size, shuffle=True, collate_fn=collator, num_workers=train.num_workers,
-        )
+        chunks = features.select_columns(list(FEATURE_COLUMNS))
         objective = MaskedLMLoss(model)
+        if train.packing:  # batches of `batch_size` rows, each of as many whole chunks as fit in max_length tokens
+            position_offset(model)  # refuses a model that cannot take packed rows, before any step
+            chunks, collator = PackedRows(chunks, train.max_length, seed), PackingCollator(collator)
+            accelerator.print(f"packing: {len(chunks.lengths)} chunks in {len(chunks)} rows of {train.max_length} tokens, "
+                              f"{chunks.fill:.1%} of their positions text")
+        loader = DataLoader(chunks, batch_size=train.batch_size, shuffle=True, collate_fn=collator,
+                            num_workers=train.num_workers)
         if train.compile:  # in place: the checkpoint's parameter names stay those of the model
             model.base_model.compile()
         optimizer = adamw(objective, train, accelerator.device)
@@ -244,6 +249,8 @@ class PlainTrainer:
 
     def set_epoch(self, epoch: int) -> None:
         self.loader.set_epoch(epoch)
+        if self.train.packing:  # accelerate reaches a dataset's set_epoch on one process only
+            self.loader.dataset.set_epoch(epoch)
 
     def steps(self):
         """One item per optimizer step: the summed batch-mean losses, masked and attended tokens, and the number
@@ -251,7 +258,7 @@ class PlainTrainer:
         loss_sum, masked, tokens, batches = 0, 0, 0, 0
         for batch in self.loader:
             with self.accelerator.accumulate(self.objective):  # divides the loss by the batches per step
-                loss = self.objective(batch["input_ids"], batch["attention_mask"], batch["labels"]).mean()
+                loss = self.objective(**batch).mean()  # over the batch's chunks, packed or not
                 self.accelerator.backward(loss)
                 if self.train.max_grad_norm and self.accelerator.sync_gradients:
                     self.accelerator.clip_grad_norm_(self.objective.parameters(), self.train.max_grad_norm)

@@ -1,10 +1,13 @@
 """The masked-LM objective as a module, so that accelerate (DDP) and Opacus wrap one forward pass."""
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 
 from ppmlm.models import lm_head
+from ppmlm.training.packing import block_diagonal_mask, position_offset
 
 
 class MaskedLMLoss(torch.nn.Module):
@@ -25,20 +28,32 @@ class MaskedLMLoss(torch.nn.Module):
         """The vocabulary projection, when the architecture names it (not a registered submodule here)."""
         return lm_head(self.model)
 
-    def forward(self, input_ids, attention_mask, labels) -> torch.Tensor:
+    def forward(self, input_ids, attention_mask, labels, position_ids=None, chunk_ids=None) -> torch.Tensor:
+        """One loss per sequence: per row, or per chunk of rows packed by `ppmlm.training.packing` (given
+        `chunk_ids`, with `position_ids` counting from 0 in each chunk)."""
         target = labels != -100
-        count = target.sum(dim=1)
+        inputs = dict(input_ids=input_ids, attention_mask=attention_mask)
+        if chunk_ids is None:
+            owner, sequences = target.nonzero()[:, 0], labels.shape[0]
+        else:
+            owner, sequences = chunk_ids[target], int(chunk_ids.max()) + 1
+            inputs.update(attention_mask=block_diagonal_mask(chunk_ids, self.model.config._attn_implementation),
+                          position_ids=position_ids + self.position_offset)
         head = self.head
         if head is not None:
-            hidden = self.model.base_model(input_ids=input_ids, attention_mask=attention_mask)[0]
+            hidden = self.model.base_model(**inputs)[0]
             token_loss = F.cross_entropy(head(hidden[target]).float(), labels[target], reduction="none")
-            summed = torch.zeros(labels.shape[0], device=labels.device).index_add_(0, target.nonzero()[:, 0], token_loss)
         else:
-            logits = self.model(input_ids=input_ids, attention_mask=attention_mask).logits
-            # flattened [tokens, vocabulary]: contiguous classes, about twice as fast as a transposed view
-            token_loss = F.cross_entropy(logits.float().flatten(0, 1), labels.flatten(), reduction="none", ignore_index=-100)
-            summed = token_loss.view_as(labels).sum(dim=1)
+            logits = self.model(**inputs).logits
+            token_loss = F.cross_entropy(logits[target].float(), labels[target], reduction="none")
+        summed = torch.zeros(sequences, device=labels.device).index_add_(0, owner, token_loss)
+        count = torch.zeros(sequences, device=labels.device).index_add_(0, owner, torch.ones_like(token_loss))
         return summed / count.clamp(min=1)
+
+    @functools.cached_property
+    def position_offset(self) -> int:
+        """Checked once, on the first packed batch: packing needs position ids and a per-row attention mask."""
+        return position_offset(self.model)
 
 
 def parameter_groups(objective, train_cfg) -> list[dict]:
