@@ -102,12 +102,16 @@ class WordSegmenter:
     def remembering(self, texts: Iterable[str]):
         """Within the block, each of `texts` is segmented once and its words served again to every later reader
         (the stages that prepare an audit read the audited notes four or five times); other texts are segmented as
-        usual and not kept, so memory is bounded by `texts`."""
-        self._remembered = dict.fromkeys(texts)
+        usual and not kept, so memory is bounded by `texts`. A block inside another remembers both blocks' texts,
+        and the outer block keeps what the inner one segmented of its own."""
+        outer = self._remembered
+        self._remembered = remembered = dict.fromkeys(texts) | (outer or {})
         try:
             yield self
         finally:
-            self._remembered = None
+            if outer is not None:
+                outer.update((text, remembered[text]) for text in outer)
+            self._remembered = outer
 
     def memory_zone(self):
         """spaCy's memory zone of the tokenizer (spaCy >= 3.8): the strings and lexemes added while segmenting

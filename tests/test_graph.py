@@ -81,3 +81,15 @@ def test_remembered_notes_are_segmented_once_and_read_the_same():
     assert again[0] is first[0] and again[1] is first[1]  # remembered: the same words, not segmented again
     assert again[2] is not first[2]  # not asked to be remembered: segmented each time
     assert segmenter(texts[0]) is not first[0]  # forgotten after the block
+
+
+def test_remembering_blocks_nest():
+    segmenter = WordSegmenter()
+    texts = [text for _, text in CORPUS]
+    with segmenter.remembering(texts[:1]):
+        with segmenter.remembering(texts[1:2]):
+            inner = list(segmenter.pipe(texts[:2]))
+            assert segmenter(texts[1]) is inner[1]
+        assert segmenter(texts[0]) is inner[0]  # the outer block keeps its text's words from the inner block
+        assert segmenter(texts[1]) is not inner[1]  # the inner block's own text is forgotten with it
+    assert segmenter(texts[0]) is not inner[0]
