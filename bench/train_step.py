@@ -121,7 +121,7 @@ def ours_step(accelerator, objective_class, model, total_steps: int, args):
     window = StepWindow()
 
     def step(batch):
-        loss = objective(batch["input_ids"], batch["attention_mask"], batch["labels"]).mean()
+        loss = objective(**batch).mean()  # packed batches too (bench/packing.py)
         accelerator.backward(loss)
         optimizer.step()
         scheduler.step()
