@@ -7,7 +7,9 @@ import pytest
 
 from ppmlm.corpus.loading import load_corpus
 from ppmlm.corpus.split import split_users
+from ppmlm.corpus.streaming import FileShards
 from ppmlm.errors import CorpusError
+from ppmlm.identifiers.blacklist import build_blacklist
 
 RECORDS = [
     {"note": "Seen today, stable.", "patient": "A", "id": "n1"},
@@ -104,6 +106,62 @@ def test_bad_files(tmp_path):
     (tmp_path / "empty.csv").write_text("text,user_id\nok,\n")
     with pytest.raises(CorpusError, match="record 0: column 'user_id' is null or empty"):
         load_corpus(tmp_path / "empty.csv")
+
+
+def write_format(kind, records, tmp_path):
+    """`records` as a file of `kind`, or a Dataset ("dataset")."""
+    if kind == "jsonl":
+        return write_jsonl(tmp_path / "c.jsonl", records)
+    if kind == "csv":
+        pd.DataFrame(records).to_csv(tmp_path / "c.csv", index=False)
+        return tmp_path / "c.csv"
+    if kind == "parquet":
+        pd.DataFrame(records).to_parquet(tmp_path / "c.parquet")
+        return tmp_path / "c.parquet"
+    dataset = datasets.Dataset.from_list(records)
+    if kind == "saved":
+        dataset.save_to_disk(str(tmp_path / "saved"))
+        return tmp_path / "saved"
+    return dataset
+
+
+ONE_PATIENT = [  # one patient whose id was typed three ways, and another written in full-width letters
+    {"text": "Mr Quill seen at Brackenford today.", "user_id": "A1", "doc_id": "n1"},
+    {"text": "Quill again, Brackenford clinic.", "user_id": "A1 ", "doc_id": "n2"},
+    {"text": "Quill, knee pain.", "user_id": "\u3000A1\t", "doc_id": "n3"},
+    {"text": "Cough, no fever.", "user_id": "\uff22\uff12", "doc_id": "n4"},
+    {"text": "Cough again, no fever.", "user_id": "B2", "doc_id": "n5"},
+]
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "csv", "parquet", "saved", "dataset"])
+def test_a_user_id_is_one_user_however_it_is_spaced_or_encoded(tmp_path, kind):
+    source = write_format(kind, ONE_PATIENT, tmp_path)
+    corpus = load_corpus(source)
+    assert corpus["user_id"] == ["A1", "A1", "A1", "B2", "B2"]
+    split = split_users(corpus["user_id"], seed=0)
+    assert sorted(split.members + split.audit_non_members + split.population) == ["A1", "B2"]
+    if kind != "dataset":  # the sharded blacklist build reads users shard by shard, alike
+        streamed = [user for shard in FileShards(source, shard_size=2).shards() for user in shard["user_id"]]
+        assert streamed == corpus["user_id"]
+    blacklist = build_blacklist(corpus, ner="none", progress=False)
+    assert blacklist.terms["Quill"].users == blacklist.terms["Brackenford"].users == 1  # one user's words: identifiers
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "csv", "parquet", "saved", "dataset"])
+def test_user_ids_that_differ_only_in_case_are_refused_naming_both_records(tmp_path, kind):
+    records = [dict(r) for r in ONE_PATIENT]
+    records[3]["user_id"] = "a1 "  # the patient of n1, or another? Only the data team knows
+    source = write_format(kind, records, tmp_path)
+    expected = (r"record 0 \(doc_id='n1'\) and record 3 \(doc_id='n4'\): column 'user_id' holds user ids that "
+                r"differ only in letter case")
+    with pytest.raises(CorpusError, match=expected) as error:
+        load_corpus(source)
+    message = str(error.value)
+    assert "'A1'" not in message and "a1 " not in message and "Quill" not in message and "\n" not in message
+    if kind != "dataset":
+        with pytest.raises(CorpusError, match=expected):  # across shards too
+            list(FileShards(source, shard_size=2).shards())
 
 
 def test_split_is_deterministic_disjoint_and_by_user():

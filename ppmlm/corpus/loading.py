@@ -1,12 +1,15 @@
 """Loading a corpus from a file, a saved dataset or a Dataset, with one clear error per bad record.
 
 Every later stage relies on three standard columns: `text`, `user_id` and `doc_id`. Users' own column
-names are mapped onto them here, once, and every record is checked before anything is written.
+names are mapped onto them here, once, and every record is checked before anything is written. User ids are
+normalized here too (`UserIds`), so the split, the blacklist's graph, training and the audit all see one id per
+user.
 """
 from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from pathlib import Path
 from typing import Iterator
 
@@ -63,18 +66,22 @@ def load_corpus(
 
 class RecordChecker:
     """The checks of `load_corpus` on records read in order, all at once or shard by shard: a text that is not
-    empty text, a user, and a document id that no earlier record has (ids seen so far are remembered)."""
+    empty text, a user, and a document id that no earlier record has (ids seen so far are remembered, and the
+    users, by `UserIds`)."""
 
     def __init__(self, where: str, text_column: str, user_column: str | None, doc_id_column: str | None):
         self.where, self.text_column, self.user_column, self.doc_id_column = where, text_column, user_column, doc_id_column
         self.seen: dict[str, int] = {}
+        self.user_ids = UserIds(where, user_column)
         self.records = 0
 
     def check(self, texts: list, users: list, doc_ids: list) -> tuple[list[str], list[str]]:
-        """The records' users and document ids as strings; raises CorpusError naming the first bad record."""
+        """The records' users (normalized by `UserIds`) and document ids as strings; raises CorpusError naming
+        the first bad record."""
         clean_users, clean_doc_ids, seen = [], [], self.seen
         for i, (text, user, doc_id) in enumerate(zip(texts, users, doc_ids), start=self.records):
-            record = f"{self.where}: record {i}" + (f" ({self.doc_id_column}={doc_id!r})" if self.doc_id_column else "")
+            name = f"record {i}" + (f" ({self.doc_id_column}={doc_id!r})" if self.doc_id_column else "")
+            record = f"{self.where}: {name}"
             if not isinstance(text, str):
                 kind = "null" if text is None else f"not text ({type(text).__name__})"
                 raise CorpusError(f"{record}: column {self.text_column!r} is {kind}")
@@ -89,10 +96,39 @@ class RecordChecker:
             if doc_id in seen:
                 raise CorpusError(f"{record}: {self.doc_id_column} {doc_id!r} repeats record {seen[doc_id]}")
             seen[doc_id] = i
-            clean_users.append(str(user))
+            clean_users.append(self.user_ids.normalized(user, name) if self.user_column is not None else str(user))
             clean_doc_ids.append(doc_id)
         self.records += len(clean_doc_ids)
         return clean_users, clean_doc_ids
+
+
+class UserIds:
+    """One id per user: a patient written "A1" in one note and "A1 " in another is one user, not two who would
+    land in two roles of the split and halve the words that identify them. An id is taken in Unicode NFKC
+    (full-width "Ａ１" is "A1") without its surrounding spaces. Ids that still differ only in letter case, inner
+    spacing or invisible format characters ("A1" and "a1") are refused: they may be one patient or two, and only
+    the data team knows which."""
+
+    def __init__(self, where: str, column: str | None):
+        self.where, self.column = where, column
+        self.ids: dict = {}  # as found in the records -> normalized (most records repeat an id seen before)
+        self.first: dict[str, tuple[str, str]] = {}  # comparison key -> (normalized id, the first record naming it)
+
+    def normalized(self, user, record: str) -> str:
+        """`user`'s id as every stage sees it; `record` names its record for an error (the ids are not shown)."""
+        given = str(user)
+        known = self.ids.get(given)
+        if known is not None:
+            return known
+        normalized = unicodedata.normalize("NFKC", given).strip()
+        key = "".join(c for c in " ".join(normalized.split()) if unicodedata.category(c) != "Cf").casefold()
+        first, named_by = self.first.setdefault(key, (normalized, record))
+        if first != normalized:
+            raise CorpusError(f"{self.where}: {named_by} and {record}: column {self.column!r} holds user ids that "
+                              f"differ only in letter case, inner spacing or invisible characters; one user must have "
+                              f"one id: write them alike if they are one user, or make them differ otherwise")
+        self.ids[given] = normalized
+        return normalized
 
 
 def _read(path: Path, id_columns: tuple[str, ...]) -> datasets.Dataset:

@@ -1,8 +1,8 @@
 """A corpus file read shard by shard, for the sharded blacklist build: memory follows a shard, not the corpus.
 
 The formats and checks are those of `load_corpus` (JSONL, CSV, Parquet, a `save_to_disk` directory; one clear
-error per bad record, numbered across the whole corpus). Only document ids are remembered from shard to shard,
-to refuse a repeated one.
+error per bad record, numbered across the whole corpus; user ids normalized alike). Only ids are remembered
+from shard to shard: document ids, to refuse a repeated one, and user ids, to refuse two spellings of one.
 """
 from __future__ import annotations
 
