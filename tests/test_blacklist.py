@@ -1,6 +1,7 @@
 """The blacklist artifact and the `ppmlm blacklist` command on small hand-made corpora."""
 import json
 import os
+import re
 
 import datasets
 import pytest
@@ -145,6 +146,28 @@ def test_bad_input_errors_once_and_keeps_previous_artifact(tmp_path, capsys):
     assert main(["blacklist", "--data", str(spans_bad), "--out", str(tmp_path / "bl"), "--ner", "none",
                  "--spans-from", "phi"]) == 2
     assert "doc_id='q'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("phi, problem", [
+    ([{"start": "Quill", "end": 9, "label": "NAME", "text": "Mr. Quill"}], "span 0 .*start or end is not an integer"),
+    ([{"start": 4, "end": 9, "label": "NAME"}, {"start": 4, "end": 9, "text": "Quill"}], "span 1 .*no field 'label'"),
+    ([[4, "Quill"]], "span 0 .*it has 2 values"),
+    (["Mr. Quill"], "span 0 .*it is a str"),
+    ("Mr. Quill", "is str, not a list of spans"),
+    ({"start": 4, "end": 9, "label": "NAME", "text": "Quill"}, "is dict, not a list of spans"),
+    ([{"start": 4, "end": 99, "label": "NAME", "text": "Quill"}], r"span 0 \(4-99\) lies outside the text"),
+])
+def test_a_malformed_gold_span_is_named_never_shown(tmp_path, capsys, phi, problem):
+    """The span's fields may hold the very name it marks: the error names record, column and span, not content."""
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps({"text": "Mr. Quill has gout.", "user_id": "u1", "doc_id": "a", "phi": phi}) + "\n")
+    assert main(["blacklist", "--data", str(path), "--out", str(tmp_path / "bl"), "--ner", "none",
+                 "--spans-from", "phi"]) == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert len(errors) == 1 and "Traceback" not in err
+    assert re.search(r"record 0 \(doc_id='a'\): column 'phi'.*" + problem, errors[0]), errors[0]
+    assert "Quill" not in err and "gout" not in err
 
 
 def test_segmenter_matches_protection():

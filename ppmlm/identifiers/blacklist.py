@@ -588,20 +588,27 @@ def direct_spans(texts: list[str], doc_ids: list[str], given: dict[str, list[Spa
 
 def gold_spans(corpus: datasets.Dataset, column: str, first_record: int = 0) -> dict[str, list[Span]]:
     """Spans from a corpus column: a list of {start, end, label} objects (or [start, end, label]) per record.
-    `corpus` may be a shard (any mapping of columns to lists), whose first record is `first_record`."""
+    `corpus` may be a shard (any mapping of columns to lists), whose first record is `first_record`.
+    A malformed span is named by its record and position, never shown: its fields may hold the name it marks."""
     spans = {}
     for i, (doc_id, text, value) in enumerate(zip(corpus["doc_id"], corpus["text"], corpus[column]), start=first_record):
+        record = f"record {i} (doc_id={doc_id!r}): column {column!r}"
+        if value is not None and not isinstance(value, (list, tuple)):
+            raise CorpusError(f"{record} is {type(value).__name__}, not a list of spans {{start, end, label}}")
         doc_spans = []
-        for item in value or ():
+        for j, item in enumerate(value or ()):
             try:
                 start, end, label = (item["start"], item["end"], item["label"]) if isinstance(item, dict) else item
                 start, end = int(start), int(end)
-            except (KeyError, TypeError, ValueError):
-                raise CorpusError(f"record {i} (doc_id={doc_id!r}): column {column!r} holds {item!r}, "
-                                  f"not a span {{start, end, label}}") from None
+            except (KeyError, TypeError, ValueError) as error:
+                shape = (f"it has no field {error}" if isinstance(error, KeyError)
+                         else f"it has {len(item)} values" if isinstance(item, (list, tuple)) and len(item) != 3
+                         else "its start or end is not an integer" if isinstance(item, (dict, list, tuple))
+                         else f"it is a {type(item).__name__}")
+                raise CorpusError(f"{record}: span {j} is not a span {{start, end, label}} with integer offsets "
+                                  f"({shape})") from None
             if not 0 <= start < end <= len(text):
-                raise CorpusError(f"record {i} (doc_id={doc_id!r}): column {column!r} has span {start}-{end} "
-                                  f"outside the text (length {len(text)})")
+                raise CorpusError(f"{record}: span {j} ({start}-{end}) lies outside the text (length {len(text)})")
             doc_spans.append(Span(start, end, str(label)))
         if doc_spans:
             spans[doc_id] = doc_spans
