@@ -44,8 +44,36 @@ def refuse_unknown(values: dict, keys: list[str], prefix: str) -> None:
     unknown = sorted(set(values) - set(keys))
     if unknown:
         where = f"not a key of {prefix}" if prefix else "not a key of the configuration"
-        raise ConfigError(f"{f'{prefix}.' if prefix else ''}{unknown[0]}={values[unknown[0]]}: {where}; "
+        raise ConfigError(f"{f'{prefix}.' if prefix else ''}{unknown[0]}={shown(values[unknown[0]])}: {where}; "
                           f"its keys are {', '.join(keys)}")
+
+
+def shown(value) -> str:
+    """A value as it is written on the command line, so that an error quotes what was given: null, true and false;
+    text quoted where it would otherwise read as another value (`train.epochs='2'` is the text 2, not a number)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str) and (not value.strip() or reads_as_other(value)):
+        return repr(value)
+    return str(value)
+
+
+def reads_as_other(text: str) -> bool:
+    """Whether `text` written unquoted would be a number, a flag or null (as Hydra reads an override)."""
+    if text.strip().lower() in ("true", "false", "null"):
+        return True
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def given_as_text(value) -> str:
+    """The hint for a number, a flag or null given as text, which the key's check reads as a name."""
+    return "; it was given as text: write it without quotes" if isinstance(value, str) and reads_as_other(value) else ""
 
 
 class Section:
@@ -84,8 +112,8 @@ def section(kind: type[Section]) -> Check:
 def choice(*allowed) -> Check:
     def check(name, value):
         if value not in allowed or isinstance(value, bool) != any(value is a for a in allowed if isinstance(a, bool)):
-            shown = ", ".join("null" if a is None else str(a).lower() if isinstance(a, bool) else str(a) for a in allowed)
-            raise ConfigError(f"{name}={value}: choose one of {shown}")
+            allowed_shown = ", ".join(map(shown, allowed))
+            raise ConfigError(f"{name}={shown(value)}: choose one of {allowed_shown}{given_as_text(value)}")
         return value
     return check
 
@@ -95,7 +123,8 @@ def integer(minimum: int, nullable: bool = False) -> Check:
         if value is None and nullable:
             return value
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-            raise ConfigError(f"{name}={value}: expected an integer of at least {minimum}" + (" or null" if nullable else ""))
+            raise ConfigError(f"{name}={shown(value)}: expected an integer of at least {minimum}"
+                              + (" or null" if nullable else "") + given_as_text(value))
         return value
     return check
 
@@ -116,7 +145,8 @@ def number(low: float | None = None, high: float | None = None, low_open: bool =
             interval = f"{lower}, {upper}" if low is not None and high is not None else (
                 f"{'above' if low_open else 'at least'} {low}" if high is None else f"at most {high}")
             allowed = f"a number in {interval}" if low is not None and high is not None else f"a number {interval}"
-            raise ConfigError(f"{name}={value}: expected {allowed}" + (" or null" if nullable else ""))
+            raise ConfigError(f"{name}={shown(value)}: expected {allowed}" + (" or null" if nullable else "")
+                              + given_as_text(value))
         return value
     return check
 
@@ -130,7 +160,9 @@ def text(nullable: bool = False) -> Check:
         if value is None and nullable:
             return value
         if not isinstance(value, str) or not value.strip():
-            raise ConfigError(f"{name}={value}: expected a non-empty name" + (" or null" if nullable else ""))
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            raise ConfigError(f"{name}={shown(value)}: expected a non-empty name" + (" or null" if nullable else "")
+                              + (f"; quote it ('{value}') for a name that reads as a number" if number else ""))
         return value
     return check
 
@@ -139,7 +171,7 @@ def existing_path(what: str) -> Check:
     """null, or a path that exists."""
     def check(name, value):
         if value is not None and not Path(str(value)).exists():
-            raise ConfigError(f"{name}={value}: no such file or directory; expected {what}")
+            raise ConfigError(f"{name}={shown(value)}: no such file or directory; expected {what}")
         return value
     return check
 
@@ -149,6 +181,6 @@ def mapping(nullable: bool = True) -> Check:
         if value is None and nullable:
             return value
         if not isinstance(value, dict):
-            raise ConfigError(f"{name}={value}: expected a mapping of keys to values" + (" or null" if nullable else ""))
+            raise ConfigError(f"{name}={shown(value)}: expected a mapping of keys to values" + (" or null" if nullable else ""))
         return value
     return check

@@ -39,4 +39,4 @@ class DPConfig(Section):
                               f"gradient, whose norm {self.grad_sample_mode} clipping cannot give (it keeps per-chunk "
                               "norms only, never the gradients to sum); use hooks")
         if self.noise_multiplier is None and self.target_epsilon is None:
-            raise ConfigError(f"{prefix}.target_epsilon=None: expected a number above 0 (or set {prefix}.noise_multiplier)")
+            raise ConfigError(f"{prefix}.target_epsilon=null: expected a number above 0 (or set {prefix}.noise_multiplier)")
