@@ -130,25 +130,53 @@ def _push(args) -> None:
 
 
 def users_or_fraction(value: str) -> int | float:
-    """argparse type of --lend-population: a number of users (3) or a fraction of them (0.25); its range is
-    checked with the audit's settings."""
+    """argparse type of --lend-population: a number of users (3) or a fraction of them (0.25); whether the split has
+    that many population users is checked with the audit's settings."""
+    allowed = "a number of users (an integer of at least 0) or a fraction in [0, 1)"
     for kind in (int, float):
         try:
-            return kind(value)
+            number = kind(value)
         except ValueError:
-            pass
-    raise argparse.ArgumentTypeError(f"expected a number of users or a fraction in [0, 1), got {value!r}")
+            continue
+        if (number >= 0) if kind is int else (0 <= number < 1):
+            return number
+        raise argparse.ArgumentTypeError(f"expected {allowed}, got {value}")
+    raise argparse.ArgumentTypeError(f"expected {allowed}, got {value!r}")
 
 
-def positive_int(value: str) -> int:
-    """argparse type: an option such as --k 0 fails with one line naming the option."""
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {number}")
-    return number
+def integer_from(minimum: int, meaning: str):
+    """argparse type of an integer option of at least `minimum`: --k 0 or --max-tokens -5 fails with one line naming
+    the option, the value and what is allowed (`meaning`), before anything is loaded."""
+    def check(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {meaning}, got {value!r}") from None
+        if number < minimum:
+            raise argparse.ArgumentTypeError(f"expected {meaning}, got {number}")
+        return number
+    return check
+
+
+def number_in(low: float, high: float | None, low_open: bool = False):
+    """argparse type of a number option in [low, high] (or (low, ...) when `low_open`; `high` None: no bound)."""
+    allowed = (f"a number above {low:g}" if low_open else f"a number of at least {low:g}") if high is None else (
+        f"a number in {'(' if low_open else '['}{low:g}, {high:g}]")
+
+    def check(value: str) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {allowed}, got {value!r}") from None
+        if not (number > low if low_open else number >= low) or high is not None and not number <= high:
+            raise argparse.ArgumentTypeError(f"expected {allowed}, got {value}")
+        return number
+    return check
+
+
+positive_int = integer_from(1, "a positive integer")
+limit_or_zero = integer_from(0, "an integer of at least 0 (0: no limit)")
+count_or_off = integer_from(0, "an integer of at least 0 (0: the attack is off)")
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -215,11 +243,11 @@ def build_parser() -> argparse.ArgumentParser:
                                            "(default: the run's audit.reference, else none)")
     audit.add_argument("--split", type=Path, help="split.json of the run (default: the run's own, else recomputed)")
     audit.add_argument("--epoch", type=positive_int, help="epoch number to file the results under (default: from epoch-N)")
-    audit.add_argument("--max-users", type=int, help="audited users of each side, at most (0: every non-member and as many "
-                                                     "members)")
-    audit.add_argument("--max-chunks", type=int, help="audited chunks per user (0: all)")
-    audit.add_argument("--max-tokens", type=int, help="tokens of the chunks audited per user (0: every chunk; default: the "
-                                                      "run's audit.max_tokens_per_user, else 320)")
+    audit.add_argument("--max-users", type=limit_or_zero,
+                       help="audited users of each side, at most (0: every non-member and as many members)")
+    audit.add_argument("--max-chunks", type=limit_or_zero, help="audited chunks per user (0: all)")
+    audit.add_argument("--max-tokens", type=limit_or_zero, help="tokens of the chunks audited per user (0: every chunk; "
+                                                                "default: the run's audit.max_tokens_per_user, else 320)")
     audit.add_argument("--lend-population", type=users_or_fraction, metavar="N|FRACTION",
                        help="population users audited as non-members too: a number, or a fraction in [0, 1) (default: "
                             "the run's audit.lend_population, else 0); a population reference leaves them out")
@@ -227,16 +255,20 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--mask-each-word", action="store_true", help="mask each word alone instead (slow, strongest)")
     audit.add_argument("--max-length", type=positive_int, help="tokens per chunk (default: the run's train.max_length, else 512)")
     audit.add_argument("--batch-size", type=positive_int, help="sequences per forward pass")
-    audit.add_argument("--seed", type=int, help="seed of the audited users, chunks, maskings and bootstrap resamples")
+    audit.add_argument("--seed", type=integer_from(0, "an integer of at least 0"),
+                       help="seed of the audited users, chunks, maskings and bootstrap resamples")
     audit.add_argument("--identifiers-from", metavar="COLUMN|DIR",
                        help="independent identifiers to check leaks against: a corpus column of gold spans (e.g. phi) or "
                             "another blacklist directory (default: the run's audit.identifiers_from, else phi when present)")
     audit.add_argument("--bootstrap-resamples", type=positive_int, help="bootstrap resamples of the users for the intervals")
-    audit.add_argument("--rmia-population", type=int, metavar="N",
+    audit.add_argument("--rmia-population", type=count_or_off, metavar="N",
                        help="population chunks of the reference-calibrated attack (RMIA), at most (0: the attack is off)")
-    audit.add_argument("--rmia-a", type=float, help="RMIA's offline correction a in [0, 1] (default: the run's, else 1)")
-    audit.add_argument("--rmia-gamma", type=float, help="RMIA's threshold gamma on the ratio of ratios (default: the run's)")
-    audit.add_argument("--neighbours", type=int, metavar="N", help="neighbours per chunk of the neighbourhood attack (0: off)")
+    audit.add_argument("--rmia-a", type=number_in(0, 1),
+                       help="RMIA's offline correction a in [0, 1] (default: the run's, else 1)")
+    audit.add_argument("--rmia-gamma", type=number_in(0, None, low_open=True),
+                       help="RMIA's threshold gamma on the ratio of ratios (default: the run's)")
+    audit.add_argument("--neighbours", type=count_or_off, metavar="N",
+                       help="neighbours per chunk of the neighbourhood attack (0: off)")
     audit.add_argument("--text-column")
     audit.add_argument("--user-column")
     audit.add_argument("--doc-id-column")

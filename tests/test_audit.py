@@ -410,6 +410,57 @@ def test_training_epoch_audit_follows_the_run_configuration(audited_run):
     assert "rdp 3.5" in (output / "audit" / "report.html").read_text()
 
 
+def test_ppmlm_audit_refuses_an_out_holding_another_models_audits(audited_run, tmp_path, capsys):
+    """Another model audited into this audit folder would replace and sign again its epoch-1.json: one line before
+    anything loads, and the folder stays as it was. The same weights may be audited there again (the fixture's epoch
+    2), and a run's checkpoint into its run's own audit folder under its own epoch always (how a stale audit is
+    redone), but not filed under another epoch."""
+    from ppmlm.cli import main
+
+    before = {p.name: p.read_bytes() for p in audited_run.out.iterdir() if p.is_file()}
+    assert main(["audit", "--model", str(audited_run.tmp / "reference"), "--data", str(audited_run.corpus), "--blacklist",
+                 str(audited_run.blacklist), "--out", str(audited_run.out)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and "epoch-1.json holds the audit of other weights" in error and "choose a new or empty" in error
+    assert {p.name: p.read_bytes() for p in audited_run.out.iterdir() if p.is_file()} == before
+
+    run = tmp_path / "run"
+    shutil.copytree(audited_run.run, run)
+    shutil.copytree(audited_run.out, run / "audit")
+    weights = run / "checkpoints" / "epoch-1" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes() + b" ")  # other weights than its audit's: retrained since
+    (tmp_path / "not-a-split.json").write_text("[]")  # a later refusal, to stop the audit once past the check
+    own = ["audit", "--model", str(run / "checkpoints" / "epoch-1"), "--out", str(run / "audit"), "--split",
+           str(tmp_path / "not-a-split.json")]
+    assert main(own) == 2 and "not a user split file" in capsys.readouterr().err
+    assert main([*own, "--epoch", "2"]) == 2 and "epoch-1.json holds the audit of other weights" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content, found", [(None, "not one JSON value: extra data at line 2"), ("", "the file is empty"),
+                                            ('{"members": ["u1"]}', "missing audit_fraction, audit_non_members"),
+                                            ('{"seed": 1, "audit_fraction": 0.2, "population_fraction": 0.2, "members": '
+                                             '["u1"], "audit_non_members": {"u2": 1}, "population": []}',
+                                             "audit_non_members is not a list of user ids")])
+def test_a_split_option_that_is_not_a_split_file_is_one_line(audited_run, tmp_path, capsys, content, found):
+    """A corpus JSONL, an empty file or JSON of another shape given as --split: one line naming the file and what a
+    split holds, never a user id or a text, before anything loads."""
+    from ppmlm.cli import main
+
+    split = tmp_path / "split.json"
+    if content is None:
+        shutil.copyfile(audited_run.corpus, split)  # the corpus itself
+    else:
+        split.write_text(content)
+    assert main(["audit", "--model", str(audited_run.run / "checkpoints" / "epoch-1"), "--out", str(tmp_path / "audit"),
+                 "--split", str(split)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and f"{split}: not a user split file ({found}" in error
+    assert "a split file (split.json) is one JSON object with seed (an integer)" in error
+    users = UserSplit.load(audited_run.run / "split.json")
+    assert not [user for user in users.members + users.audit_non_members + users.population if user in error]
+    assert not (tmp_path / "audit").exists()
+
+
 class _Page(HTMLParser):
     """Visible text and attribute values of a page, and its images and tables."""
 

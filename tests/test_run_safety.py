@@ -208,6 +208,17 @@ def test_ctrl_c_ends_with_one_line_and_exit_130(tmp_path):
     (["blacklist", "--data", "c.jsonl", "--out", "bl", "--k", "0"], "argument --k: expected a positive integer, got 0"),
     (["blacklist", "--data", "c.jsonl", "--out", "bl", "--ngram", "0"], "argument --ngram: expected a positive integer, got 0"),
     (["synth", "--users", "-3", "--out", "c.jsonl"], "argument --users: expected a positive integer, got -3"),
+    *((["audit", "--model", "m", "--out", "a", option, value], f"argument {option}: expected {allowed}, got {value}")
+      for option, value, allowed in [
+          ("--max-tokens", "-5", "an integer of at least 0 (0: no limit)"),
+          ("--max-users", "-1", "an integer of at least 0 (0: no limit)"),
+          ("--neighbours", "-1", "an integer of at least 0 (0: the attack is off)"),
+          ("--rmia-population", "-2", "an integer of at least 0 (0: the attack is off)"),
+          ("--lend-population", "-1", "a number of users (an integer of at least 0) or a fraction in [0, 1)"),
+          ("--lend-population", "1.5", "a number of users (an integer of at least 0) or a fraction in [0, 1)"),
+          ("--rmia-a", "2", "a number in [0, 1]"),
+          ("--rmia-gamma", "0", "a number above 0"),
+          ("--seed", "-1", "an integer of at least 0")]),
 ])
 def test_command_line_numbers_out_of_range_are_one_error(tmp_path, monkeypatch, capsys, argv, named):
     from ppmlm.cli import main
@@ -217,6 +228,21 @@ def test_command_line_numbers_out_of_range_are_one_error(tmp_path, monkeypatch, 
         main(argv)
     assert exit_.value.code == 2 and capsys.readouterr().err.strip().splitlines()[-1].endswith(named)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_audit_settings_out_of_range_are_one_error_before_anything_loads(tmp_path):
+    """The Python API of `ppmlm audit` refuses them as the command line does, before the corpus or the model is read."""
+    from ppmlm.audit.command import audit_command
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")  # no weights: loading it would fail, so a refusal comes before
+    for settings, named in (({"max_tokens_per_user": -5}, "max_tokens_per_user must be at least 1"),
+                            ({"neighbours": -1}, "neighbours must be at least 0"),
+                            ({"rmia_population_chunks": -1}, "rmia_population_chunks must be at least 0")):
+        with pytest.raises(ConfigError, match=f"audit settings: {named}"):
+            audit_command(model, tmp_path / "no-corpus.jsonl", None, tmp_path / "audit", settings=settings)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
 
 
 def test_synth_never_overwrites_a_file_and_leaves_nothing_on_error(tmp_path, monkeypatch, capsys):

@@ -15,16 +15,16 @@ from transformers import AutoTokenizer
 
 from ppmlm.audit.checkpoint import audit_checkpoint
 from ppmlm.audit.config import AuditConfig
-from ppmlm.audit.outputs import check_audit_dir
+from ppmlm.audit.outputs import check_audit_dir, check_audits_are_of
 from ppmlm.audit.policy import SharingPolicy
 from ppmlm.audit.reference import resolve_reference
 from ppmlm.corpus.canaries import CANARIES_FILE, load_canaries, plant_canaries
 from ppmlm.corpus.loading import load_corpus, load_run_corpus
 from ppmlm.corpus.split import UserSplit, split_users
-from ppmlm.errors import PPMLMError
+from ppmlm.errors import ConfigError, PPMLMError
 from ppmlm.identifiers.blacklist import Blacklist, cached_blacklists, corpus_fingerprint
 from ppmlm.identifiers.cache import run_blacklist_parameters
-from ppmlm.models import uncased
+from ppmlm.models import uncased, weights_digests
 from ppmlm.rundir import RunDirectory, checkpoint_epsilon
 
 DEFAULT_SPLIT_SEED = 42  # recipes/config.yaml's seed, which training splits users with
@@ -54,13 +54,26 @@ def audit_command(model: Path, data, blacklist: Path | None, out: Path, referenc
                   train_reference: Callable | None = None) -> dict:
     """Loads everything the audit needs from paths and runs it; `settings` override AuditConfig fields.
     `data` and `blacklist` may be None for a checkpoint inside a training run (the run's own are used);
-    `train_reference` trains a population reference that is not cached yet."""
+    `train_reference` trains a population reference that is not cached yet. Whatever can be refused (the output
+    folder, the settings, the split file) is refused before the corpus or a model is loaded."""
     check_audit_dir(out)
     model = Path(model)
     if not (model / "config.json").exists():
         raise PPMLMError(f"--model {model}: not a saved model directory (no config.json)")
     run = RunDirectory.of_checkpoint(model)
     cfg = OmegaConf.load(run.config) if run is not None else None
+    own_epoch = re.fullmatch(r"epoch-(\d+)", model.name)
+    epoch = epoch if epoch is not None else int(own_epoch.group(1)) if own_epoch else 0
+    own_checkpoint = (run is not None and own_epoch is not None and int(own_epoch.group(1)) == epoch
+                      and Path(out).resolve() == run.audit.resolve())
+    check_audits_are_of(out, weights_digests(model), own_checkpoint)
+    settings = settings or {}
+    if cfg is not None and "lend_population" in settings:  # so that a population reference leaves the lent users out
+        OmegaConf.update(cfg, "audit.lend_population", settings["lend_population"], force_add=True)
+    config = audit_settings(cfg, settings)
+    if split is None and run is not None and run.split.exists():
+        split = run.split
+    user_split = UserSplit.load(split) if split is not None else None
     names = {"text_column": "text", "user_column": "user_id", "doc_id_column": "doc_id"}
     if cfg is not None:
         names.update({key: cfg.data[key] for key in names if key in cfg.data})
@@ -73,22 +86,11 @@ def audit_command(model: Path, data, blacklist: Path | None, out: Path, referenc
         raise PPMLMError(f"--model {model} is not inside a training run: give --data PATH")
     canaries = load_canaries(run.path / CANARIES_FILE) if run is not None and (run.path / CANARIES_FILE).is_file() else []
     corpus = plant_canaries(corpus, canaries) if canaries else corpus  # the corpus as the run trained on it
-    if split is None and run is not None and run.split.exists():
-        split = run.split
-    if split is not None:
-        user_split = UserSplit.load(split)
-    elif cfg is not None:
+    if user_split is None and cfg is not None:
         user_split = split_users(corpus["user_id"], seed=cfg.seed, audit_fraction=cfg.data.audit_fraction,
                                  population_fraction=cfg.data.population_fraction)
-    else:
+    elif user_split is None:
         user_split = split_users(corpus["user_id"], seed=DEFAULT_SPLIT_SEED)
-    if epoch is None:
-        found = re.fullmatch(r"epoch-(\d+)", model.name)
-        epoch = int(found.group(1)) if found else 0
-    settings = settings or {}
-    if cfg is not None and "lend_population" in settings:  # so that a population reference leaves the lent users out
-        OmegaConf.update(cfg, "audit.lend_population", settings["lend_population"], force_add=True)
-    config = AuditConfig.from_run_config(cfg, **settings) if cfg is not None else AuditConfig(**settings)
     if reference is None and cfg is not None:  # as during training; runs from before the audit existed: none
         reference = OmegaConf.select(cfg, "audit.reference", default=None)
     if blacklist is None:
@@ -98,3 +100,14 @@ def audit_command(model: Path, data, blacklist: Path | None, out: Path, referenc
     return audit_checkpoint(model, corpus, user_split, Blacklist.load(blacklist), out, epoch, config,
                             resolve_reference(reference, cfg, train_reference), checkpoint_epsilon(model),
                             policy=SharingPolicy.from_config(cfg.get("share")) if cfg is not None else None, canaries=canaries)
+
+
+def audit_settings(cfg, settings: dict) -> AuditConfig:
+    """The audit's settings: the run's `audit` section (`cfg`, None outside a run) with `settings` over it. A value
+    out of range is one ConfigError naming the setting, before anything is loaded."""
+    try:
+        return AuditConfig.from_run_config(cfg, **settings) if cfg is not None else AuditConfig(**settings)
+    except ConfigError:
+        raise
+    except ValueError as error:
+        raise ConfigError(f"audit settings: {error}") from None

@@ -119,5 +119,29 @@ def check_audit_dir(out_dir) -> Path:
     return out_dir
 
 
+def check_audits_are_of(out_dir, weights: dict[str, str], own_checkpoint: bool = False) -> None:
+    """Refuses an --out holding audits of other weights (`weights`: the sha256 of the audited checkpoint's weights
+    files): an audit there would replace and sign again another model's audit of that epoch, or file this model's
+    under the other's report. A folder of audits of these weights may be audited again. `own_checkpoint`: --out is
+    the audit folder of the run the checkpoint belongs to, filed under the checkpoint's own epoch: its audits of
+    the other epochs are of other weights by nature, and the audit of this epoch is redone (how a stale one is
+    repaired)."""
+    if own_checkpoint:
+        return
+    for path in sorted(Path(out_dir).glob("epoch-*.json")):
+        try:
+            audited = (json.loads(path.read_text(encoding="utf-8")).get("measured") or {}).get("weights")
+        except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+            audited = None
+        if audited != weights:
+            held = ("an audit that records no weights digest" if not audited else
+                    "the audit of other weights (" + ", ".join(f"{name} sha256 {digest[:12]}..." for name, digest in
+                                                             sorted(audited.items())) + ")")
+            raise PPMLMError(f"--out {out_dir}: {path.name} holds {held}, not of this checkpoint's weights "
+                             f"({', '.join(f'{name} sha256 {digest[:12]}...' for name, digest in sorted(weights.items()))}); "
+                             "auditing here would replace or mix with another model's audits: choose a new or empty "
+                             "directory")
+
+
 def reference_cache(out_dir: Path, key: str) -> Path:
     return out_dir / ".reference-energies" / f"{key}.json"
