@@ -15,6 +15,7 @@ from ppmlm.audit.neighbourhood import Substitutes, chosen_chunks, replacements
 from ppmlm.audit.outputs import population_scores_path, read_jsonl, scores_paths
 from ppmlm.audit.policy import SharingPolicy
 from ppmlm.audit.rmia import log_ratio, rmia_scores
+from ppmlm.audit.runner import NO_POPULATION
 from ppmlm.audit.sampling import Sample
 from ppmlm.corpus.loading import load_corpus
 from ppmlm.corpus.split import UserSplit
@@ -172,6 +173,26 @@ def test_neighbours_replace_whole_words_with_the_models_guesses(setup, tmp_path)
                         AuditConfig(max_chunks_per_user=1, neighbours=0, rmia_population_chunks=0, **FAST))
     assert figures["attacks"]["neighbourhood"]["user"] is None and figures["attacks"]["rmia"]["user"] is None  # turned off
     assert figures["audited"]["neighbours"] == figures["audited"]["rmia_population_chunks"] == 0
+
+
+def test_rmia_without_a_population_chunk_says_why_it_did_not_run(setup, tmp_path, capsys):
+    """Every chunk of the audited users scored (no token limit, as `ppmlm audit --max-tokens 0`): none is left to be
+    RMIA's population, and the audit says so, with the reason, on the console, in epoch-N.json, the report and the
+    card; attacks turned off say why as well."""
+    figures = run_audit(setup.untrained, setup.tokenizer, setup.corpus, setup.split, setup.blacklist, tmp_path, 1,
+                        AuditConfig(max_tokens_per_user=None, neighbours=0, maskings=2, neighbour_maskings=1, **FAST),
+                        reference=setup.reference)
+    assert figures["audited"]["member_samples"] == 36 and figures["audited"]["rmia_population_chunks"] == 0  # 3 chunks each
+    assert figures["attacks"]["rmia"] == {"sample": None, "user": None}
+    assert figures["attacks_not_run"] == {"rmia": NO_POPULATION, "neighbourhood": "audit.neighbours is 0"}
+    assert f"rmia not run: {NO_POPULATION}" in capsys.readouterr().out
+    assert "not run: no population chunk: the audit scores every chunk" in (tmp_path / "report.html").read_text()
+    assert f"| reference-calibrated (RMIA) | user | not run: {NO_POPULATION} |" in "\n".join(_attack_rows(figures))
+    alone = run_audit(setup.untrained, setup.tokenizer, setup.corpus, setup.split, setup.blacklist, tmp_path / "alone", 1,
+                      AuditConfig(max_chunks_per_user=1, neighbours=0, maskings=2, neighbour_maskings=1, **FAST))
+    assert alone["attacks_not_run"] == {"likelihood_ratio": "no reference model (audit.reference none)",
+                                        "rmia": "no reference model (audit.reference none)",
+                                        "neighbourhood": "audit.neighbours is 0"}
 
 
 def test_the_policy_report_and_card_name_both_attacks(audits):

@@ -141,7 +141,8 @@ def _summary_table(figures: dict) -> str:
                 continue
             result = figures["attacks"].get(attack, {}).get(level)
             if result is None:
-                cells = f"<td colspan={len(levels) + 3}>not run</td>"
+                reason = (figures.get("attacks_not_run") or {}).get(attack)  # audits from before it: no reason recorded
+                cells = f"<td colspan={len(levels) + 3} class=name>not run{_text(': ' + reason) if reason else ''}</td>"
             else:
                 cells = (f"<td>{with_interval(result['auc'], result.get('auc_ci'))}</td>"
                          + "".join(f"<td>{_text(tpr_text(result, str(float(fpr))))}</td>" for fpr in levels)

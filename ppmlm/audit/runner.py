@@ -158,6 +158,7 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
     inversion, inversion_rows = None, []
     if inputs.inversion is not None:
         inversion, inversion_rows = inversion_figures(model, tokenizer, inputs.inversion, config, pseudonym)
+    attacks = all_attack_figures(sample_rows, user_rows, config)
     figures = {
         "epoch": epoch,
         "model": getattr(model.config, "_name_or_path", None) or None,
@@ -169,7 +170,8 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
                                  config.confidence),
         "privacy_independent": independent_privacy(*independent, training_identifiers, in_training_text, predicted_in_training,
                                                    graph.training_occurrences, config.confidence) if independent else None,
-        "attacks": all_attack_figures(sample_rows, user_rows, config),
+        "attacks": attacks,
+        "attacks_not_run": attacks_not_run(attacks, config, reference is not None, len(population_rows), neighbours),
         "identifier_attack_k": k,
         "inversion": inversion,
         "canaries": exposure_figures(model, tokenizer, canaries, config.batch_size),
@@ -308,6 +310,26 @@ def _reference_pass(reference, samples, plans, out_dir: Path, passes: dict) -> l
     return results
 
 
+NO_POPULATION = ("no population chunk: the audit scores every chunk of the audited non-members (e.g. --max-tokens 0), and "
+                 "RMIA compares only with chunks that it does not score and no model trained on; cap "
+                 "audit.max_tokens_per_user or audit.max_chunks_per_user to leave some")
+
+
+def attacks_not_run(attacks: dict, config: AuditConfig, with_reference: bool, population: int, neighbours: int) -> dict:
+    """Why each attack that has no figures was not run, by attack: written into epoch-N.json, printed, and shown by
+    the report and the card, so that a missing attack is never silent."""
+    reasons = {
+        "likelihood_ratio": None if with_reference else "no reference model (audit.reference none)",
+        "rmia": ("no reference model (audit.reference none)" if not with_reference
+                 else "audit.rmia_population_chunks is 0" if not config.rmia_population_chunks
+                 else NO_POPULATION if not population else None),
+        "neighbourhood": (None if neighbours else "audit.neighbours is 0" if config.neighbours == 0
+                          else "audit.neighbours is null and the audit has a reference model"),
+    }
+    return {attack: reason for attack, reason in reasons.items()
+            if reason is not None and all(result is None for result in attacks[attack].values())}
+
+
 def summary_line(figures: dict, out_dir: Path) -> str:
     """One line for logs: rates and counts, never a term or a user id."""
     privacy, accuracy = figures["privacy"], figures["utility"]["masked_word_accuracy"]
@@ -317,6 +339,8 @@ def summary_line(figures: dict, out_dir: Path) -> str:
     independent = figures.get("privacy_independent")
     against = (f", independent identifiers {independent['score']:.4f} ({independent['missed_by_blacklist']['leaked']} of "
                f"{independent['missed_by_blacklist']['identifiers']} missed by the blacklist predicted)" if independent else "")
+    not_run = "".join(f"; {attack.replace('_', ' ')} not run: {reason}"
+                      for attack, reason in (figures.get("attacks_not_run") or {}).items())
     return (f"audit epoch {figures['epoch']}: utility {utility}, privacy {privacy['score']:.4f} "
             f"({privacy['leaked']} of {privacy['identifiers']} identifiers predicted){against}, "
-            f"user-level MIA AUC: {', '.join(aucs) or 'n/a'} [{figures['seconds']:.0f}s, {out_dir / 'report.html'}]")
+            f"user-level MIA AUC: {', '.join(aucs) or 'n/a'}{not_run} [{figures['seconds']:.0f}s, {out_dir / 'report.html'}]")

@@ -97,7 +97,9 @@ def _attack_rows(figures: dict) -> list[str]:
         for level in ("sample", "user") if attack in SAMPLE_ATTACKS else ("user",):
             result = ((figures.get("attacks") or {}).get(attack) or {}).get(level)
             if result is None:
-                why = ("not measured" if attack == "likelihood_ratio" and figures.get("reference") is not None
+                reason = (figures.get("attacks_not_run") or {}).get(attack)  # audits from before it: the possible reasons
+                why = (f"not run: {reason}" if reason else
+                       "not measured" if attack == "likelihood_ratio" and figures.get("reference") is not None
                        else NOT_RUN.get(attack, "not measured"))
                 rows.append(f"| {ATTACK_NAMES[attack]} | {level} | {why} | | | | | |")
                 continue
