@@ -407,6 +407,7 @@ def test_training_epoch_audit_follows_the_run_configuration(audited_run):
     assert figures["audited"]["member_users"] == 3 and figures["audited"]["maskings_per_sample"] == 4
     assert figures["config"]["max_length"] == 64 and figures["config"]["seed"] == 7
     assert figures["dp"] == {"rdp": 3.5, "delta": 1e-5, "unit": "chunk"} and figures["reference"] is None  # unit: default
+    assert figures["dp_settings"] == {"delta": 1e-5}  # privacy.json's settings, signed with the figures for the card
     assert "rdp 3.5" in (output / "audit" / "report.html").read_text()
 
 

@@ -25,6 +25,7 @@ from test_dp import (
 )
 from transformers import AutoModelForMaskedLM
 
+from ppmlm.audit.checkpoint import dp_settings
 from ppmlm.config import RunConfig
 from ppmlm.errors import ConfigError
 from ppmlm.features import FEATURE_COLUMNS
@@ -230,8 +231,10 @@ def test_resume_after_a_kill_gives_the_same_epsilon_and_weights(tmp_path):
     assert settings["sample_rate"] == 2 / settings["users"] and settings["steps"] == 2 * math.ceil(settings["users"] / 2)
     assert settings["chunks_per_user"]["max_chunks_per_step"] == 3
     assert checkpoint_epsilon(whole / "checkpoints" / "epoch-2")["unit"] == "user"
-    shared = RunCheckpoint(run_dir=whole, epoch=2, path=whole / "checkpoints" / "epoch-2", config={}, figures={},
-                           privacy=privacy, training_users=None, weights={}, unverified=())
+    checkpoint = whole / "checkpoints" / "epoch-2"
+    figures = {"dp": checkpoint_epsilon(checkpoint), "dp_settings": dp_settings(checkpoint)}  # as its audit signs them
+    shared = RunCheckpoint(run_dir=whole, epoch=2, path=checkpoint, config={}, figures=figures, training_users=None,
+                           weights={}, unverified=())
     card = "\n".join(_dp_lines(shared))
     assert "per training user" in card and "unit of privacy is a user" in card and "group" not in card
 

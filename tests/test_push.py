@@ -283,29 +283,59 @@ def test_upload_creates_the_repository_and_uploads_only_the_export(audited_run, 
         push_run(audited_run.run, "not a repo id!", policy=LENIENT)
 
 
-def test_a_dp_run_card_states_epsilon_and_privacy_json_stays(audited_run, tmp_path):
-    """DP accounting as the DP trainer writes it beside the weights: in the card, never in the export."""
+def dp_copy(audited_run, target: Path, epsilon: dict) -> tuple[Path, dict]:
+    """A copy of the run as a chunk-level DP run: privacy.json beside the weights as the DP trainer writes it, and
+    the audit signed over its ε and settings as an audit of that checkpoint records them."""
     from omegaconf import OmegaConf
 
     from ppmlm.training.dp.accounting import GROUP_BOUND, group_bound
 
-    epsilon = {"rdp": 7.9, "prv": 6.2}
-    run = edited_copy(audited_run.run, tmp_path / "run", lambda figures: figures.update(dp={**epsilon, "delta": 1e-5}))
-    config = OmegaConf.load(run / "config.yaml")
-    config.train.dp.enabled = True
-    OmegaConf.save(config, run / "config.yaml")
     privacy = {"delta": 1e-5, "noise_multiplier": 0.61, "max_grad_norm": 10.0, "sample_rate": 0.02, "steps": 44, "unit": "chunk",
                "chunks_per_user": {"users": 6, "max": 90, "mean": 58.2},
                "group": {"chunks": 90, "bound": GROUP_BOUND,
                          **{name: group_bound(eps, 1e-5, 90) for name, eps in epsilon.items()}}}
+    run = edited_copy(audited_run.run, target,
+                      lambda figures: figures.update(dp={**epsilon, "delta": 1e-5, "unit": "chunk"}, dp_settings=privacy))
+    config = OmegaConf.load(run / "config.yaml")
+    config.train.dp.enabled = True
+    OmegaConf.save(config, run / "config.yaml")
     (run / "checkpoints" / "epoch-1" / "privacy.json").write_text(json.dumps({"epsilon": epsilon, "privacy": privacy}))
+    return run, privacy
 
+
+def test_a_dp_run_card_states_epsilon_and_privacy_json_stays(audited_run, tmp_path):
+    """DP accounting as the DP trainer writes it beside the weights: in the card, never in the export."""
+    run, _ = dp_copy(audited_run, tmp_path / "run", {"rdp": 7.9, "prv": 6.2})
     plan = push_run(run, "org/tiny-ppmlm-dp", local_dir=tmp_path / "out", policy=LENIENT)
     assert {name for name, _ in plan.files()} == MODEL_FILES | {"README.md"}
     card = ModelCard.load(tmp_path / "out" / "README.md")
     assert "dp" in card.data.tags and "`ppmlm + DP-SGD`" in card.text
     assert "ε = 7.9 (RDP), 6.2 (PRV) at δ = 1e-05" in card.text and "σ = 0.61" in card.text
     assert "at most 90 chunks" in card.text and "δ ≥ 1 (vacuous)" in card.text  # 90 chunks at ε 7.9: no per-user bound
+
+
+@pytest.mark.parametrize("forged", ["epsilon", "settings"])
+def test_a_privacy_json_edited_after_the_audit_is_refused_and_the_card_states_the_signed_epsilon(audited_run, tmp_path,
+                                                                                                 capsys, forged):
+    """ε 7.99 made 0.01 (or σ made larger) in privacy.json after the audit: the card states only what the audit signed,
+    and push refuses a privacy.json that says otherwise, with one line."""
+    run, privacy = dp_copy(audited_run, tmp_path / "run", {"rdp": 7.99})
+    path = run / "checkpoints" / "epoch-1" / "privacy.json"
+    spent = json.loads(path.read_text())
+    if forged == "epsilon":
+        spent["epsilon"]["rdp"] = 0.01
+    else:
+        spent["privacy"]["noise_multiplier"] = 5.0
+    path.write_text(json.dumps(spent))
+    error = refusal(run, tmp_path, capsys, "--min-privacy-score", "0", "--max-tpr", "1")
+    named = "(ε, δ and its unit)" if forged == "epsilon" else "(the DP-SGD settings)"
+    assert f"privacy.json {named} is not what the audit recorded" in error and "ppmlm audit --model" in error
+
+    plan = push_run(run, "org/tiny-ppmlm-dp", local_dir=tmp_path / "out", policy=LENIENT, force=True)
+    assert plan.verdict == "unverified; shared anyway with --force"
+    card = ModelCard.load(tmp_path / "out" / "README.md").text
+    assert "ε = 7.99 (RDP) at δ = 1e-05" in card and "0.01 (RDP)" not in card
+    assert "σ = 0.61" in card and "σ = 5" not in card and "**Not verified**" in card
 
 
 def refusal(run: Path, tmp_path: Path, capsys, *options) -> str:

@@ -6,6 +6,7 @@ Opacus) or train-mode state is involved.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import torch
@@ -26,14 +27,23 @@ def load_masked_lm(path, device: str | torch.device):
     return model.to(device).eval()
 
 
+def dp_settings(checkpoint) -> dict | None:
+    """The DP-SGD settings behind a DP checkpoint's ε (noise multiplier, clipping norm, sampling rate, steps, chunks
+    per user, group bound), from the privacy.json training wrote beside its weights; None for a non-private one. The
+    audit records and signs them with ε: privacy.json itself is signed by nothing, and the model card states only
+    what the audit signed."""
+    path = Path(checkpoint) / "privacy.json"
+    return json.loads(path.read_text()).get("privacy") if path.is_file() else None
+
+
 def audit_checkpoint(checkpoint, corpus, split, blacklist, out_dir, epoch: int, config: AuditConfig = AuditConfig(),
                      reference=None, epsilon: dict | None = None, device: str | None = None,
                      policy: SharingPolicy | None = None, canaries: list | None = None,
                      inputs: AuditInputs | None = None) -> dict:
-    """`run_audit` on the model and tokenizer saved in `checkpoint`, recording the sha256 of its weights files;
-    `reference` is a checkpoint path or None, `policy` the sharing policy the report's verdict applies, `canaries`
-    those planted in the corpus (their exposure is measured), `inputs` the audit's prepared inputs (None: prepared
-    here)."""
+    """`run_audit` on the model and tokenizer saved in `checkpoint`, recording the sha256 of its weights files and
+    the DP-SGD settings of its privacy.json; `reference` is a checkpoint path or None, `policy` the sharing policy
+    the report's verdict applies, `canaries` those planted in the corpus (their exposure is measured), `inputs` the
+    audit's prepared inputs (None: prepared here)."""
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     tokenizer = AutoTokenizer.from_pretrained(str(checkpoint))
     weights = weights_digests(checkpoint)  # before loading: the digests are of what the model is loaded from
@@ -43,7 +53,7 @@ def audit_checkpoint(checkpoint, corpus, split, blacklist, out_dir, epoch: int, 
         raise PPMLMError(f"reference {reference} has a vocabulary of {reference_model.config.vocab_size} tokens, "
                          f"the audited model {model.config.vocab_size}: they must share the tokenizer")
     return run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch, config, reference_model, epsilon, weights,
-                     policy, canaries, inputs)
+                     policy, canaries, inputs, dp_settings=dp_settings(checkpoint))
 
 
 class TrainingAudits:

@@ -103,11 +103,13 @@ def prepare_audit(tokenizer, corpus, split, blacklist, config: AuditConfig = Aud
 
 def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, config: AuditConfig = AuditConfig(),
               reference=None, epsilon: dict | None = None, weights: dict[str, str] | None = None,
-              policy: SharingPolicy | None = None, canaries: list | None = None, inputs: AuditInputs | None = None) -> dict:
+              policy: SharingPolicy | None = None, canaries: list | None = None, inputs: AuditInputs | None = None,
+              dp_settings: dict | None = None) -> dict:
     """Audit `model` (a loaded masked LM) for members (`split.members`) against audit non-members
     (`split.audit_non_members`) of `corpus`; `blacklist` holds the training identifiers, `reference` a
     loaded masked LM for the likelihood-ratio attack (None: that attack is skipped), `epsilon` the DP
-    budget spent (e.g. {"rdp": ..., "prv": ..., "delta": ...}), `weights` the sha256 of the files `model`
+    budget spent (e.g. {"rdp": ..., "prv": ..., "delta": ...}) and `dp_settings` the DP-SGD settings behind it (a DP
+    checkpoint's privacy.json; both signed with the figures, for the model card), `weights` the sha256 of the files `model`
     was loaded from (`weights_digests`; None: unknown, and `ppmlm push` will not share on this audit),
     `policy` the sharing policy whose verdict opens the report (None: the defaults), `canaries` those planted
     in the members' notes (ppmlm.corpus.canaries; None: no exposure measured), `inputs` those `prepare_audit`
@@ -176,6 +178,7 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
         "inversion": inversion,
         "canaries": exposure_figures(model, tokenizer, canaries, config.batch_size),
         "dp": epsilon,
+        "dp_settings": dp_settings,
         "config": {**asdict(config), "fpr_levels": list(config.fpr_levels)},
         "measured": {"weights": weights, "blacklist": blacklist.digest(), "split": split.digest()},  # sha256, checked by push
         "seconds": round(time.perf_counter() - started, 2),

@@ -1,9 +1,9 @@
 """The model card (README.md) of a shared checkpoint: Hugging Face metadata, how it was trained, what the
 recipe protects, the audit of the exported epoch, the policy it was checked against and the verdict.
 
-The card is written from the run's configuration, the audit figures and DP accounting only: settings,
-counts, rates and sha256 digests (of the weights, and of the blacklist and split the audit used: hashes, not
-their content). No term of the blacklist, user, document or corpus path can reach it.
+The card is written from the run's configuration and the signed audit figures (DP accounting included) only:
+settings, counts, rates and sha256 digests (of the weights, and of the blacklist and split the audit used: hashes,
+not their content). No term of the blacklist, user, document or corpus path can reach it.
 """
 from __future__ import annotations
 
@@ -65,29 +65,31 @@ def _recipe(config: dict) -> tuple[str, str]:
 
 
 def _dp_lines(shared: RunCheckpoint) -> list[str]:
-    audited = shared.figures.get("dp") or {}
-    spent = (shared.privacy or {}).get("epsilon") or {k: v for k, v in audited.items() if k not in ("delta", "unit")}
-    settings = (shared.privacy or {}).get("privacy") or {}
-    delta = settings.get("delta", audited.get("delta"))
-    unit = settings.get("unit", audited.get("unit", "chunk"))
+    """ε at δ, its unit and the DP-SGD settings behind it, as the audit signed them (`dp`, `dp_settings` of its
+    epoch-N.json); never privacy.json, which nothing signs (`ppmlm push` refuses one that differs from the audit)."""
+    spent = dict(shared.figures.get("dp") or {})
+    delta, unit = spent.pop("delta", None), spent.pop("unit", "chunk")
     if not spent:
         return ["| differential privacy | none |"]
     epsilon = ", ".join(f"{value:.3g} ({name.upper()})" for name, value in spent.items())
-    lines = [f"| differential privacy | ε = {epsilon} at δ = {delta:g}, spent up to this epoch, per training {unit} |"]
-    if settings:
-        lines.append(f"| DP-SGD settings | noise multiplier σ = {settings['noise_multiplier']:.3g}, clipping norm "
-                     f"C = {settings['max_grad_norm']:g}, sampling rate q = {settings['sample_rate']:.3g}, "
-                     f"{settings['steps']} steps |")
-        users, group = settings.get("chunks_per_user") or {}, settings.get("group") or {}
-        bounds = [f"ε = {g['epsilon']:.3g}, " + ("δ ≥ 1 (vacuous)" if g["vacuous"] else f"δ = {g['delta']:.3g}")
-                  + f" ({name.upper()})" for name, g in group.items() if isinstance(g, dict)]
-        if unit == "user":
-            lines.append(f"| per user | the unit of privacy is a user (patient): ε bounds what the model reveals about whether "
-                         f"a user took part, all their chunks together ({users.get('max_chunks_per_step') or 'all'} of "
-                         f"a sampled user's chunks per step, up to {users.get('max')} per user) |")
-        elif users:
-            lines.append(f"| per user | the unit of privacy is a chunk; a training user has at most {users['max']} chunks "
-                         f"(mean {users['mean']:.1f}); group-privacy bound for that user: {'; '.join(bounds) or 'n/a'} |")
+    lines = [f"| differential privacy | ε = {epsilon} at δ = {'n/a' if delta is None else f'{delta:g}'}, spent up to this "
+             f"epoch, per training {unit} |"]
+    settings = shared.figures.get("dp_settings")
+    if not settings:
+        return [*lines, "| DP-SGD settings | not recorded by this audit (audited before ppmlm signed them) |"]
+    lines.append(f"| DP-SGD settings | noise multiplier σ = {settings['noise_multiplier']:.3g}, clipping norm "
+                 f"C = {settings['max_grad_norm']:g}, sampling rate q = {settings['sample_rate']:.3g}, "
+                 f"{settings['steps']} steps |")
+    users, group = settings.get("chunks_per_user") or {}, settings.get("group") or {}
+    bounds = [f"ε = {g['epsilon']:.3g}, " + ("δ ≥ 1 (vacuous)" if g["vacuous"] else f"δ = {g['delta']:.3g}")
+              + f" ({name.upper()})" for name, g in group.items() if isinstance(g, dict)]
+    if unit == "user":
+        lines.append(f"| per user | the unit of privacy is a user (patient): ε bounds what the model reveals about whether "
+                     f"a user took part, all their chunks together ({users.get('max_chunks_per_step') or 'all'} of "
+                     f"a sampled user's chunks per step, up to {users.get('max')} per user) |")
+    elif users:
+        lines.append(f"| per user | the unit of privacy is a chunk; a training user has at most {users['max']} chunks "
+                     f"(mean {users['mean']:.1f}); group-privacy bound for that user: {'; '.join(bounds) or 'n/a'} |")
     return lines
 
 

@@ -1,6 +1,6 @@
 """The checkpoint of a training run that is to be shared, with what the card needs from its run: the
-resolved configuration, the audit of that epoch and whether it speaks for these weights, DP accounting and
-the number of training users. Only counts, settings and digests are read from the sensitive files of the
+resolved configuration, the audit of that epoch (DP accounting included) and whether it speaks for these weights,
+and the number of training users. Only counts, settings and digests are read from the sensitive files of the
 run (split.json, the blacklist), never their content."""
 from __future__ import annotations
 
@@ -34,8 +34,7 @@ class RunCheckpoint:
     epoch: int
     path: Path
     config: dict  # the run's resolved config.yaml
-    figures: dict  # audit/epoch-N.json
-    privacy: dict | None  # checkpoints/epoch-N/privacy.json of a DP run: epsilon per accountant and settings
+    figures: dict  # audit/epoch-N.json, ε and DP-SGD settings included (checkpoints/epoch-N/privacy.json is not read)
     training_users: int | None
     weights: dict[str, str]  # sha256 of the checkpoint's weights files, by name
     unverified: tuple[str, ...]  # why the audit does not speak for these weights (provenance.py); empty: it does
@@ -78,12 +77,10 @@ def load_run_checkpoint(run_dir, epoch: int | None = None) -> RunCheckpoint:
     figures = json.loads(audit.read_text())
     if figures.get("epoch") != epoch:
         raise PPMLMError(f"{audit}: holds the audit of epoch {figures.get('epoch')}, not {epoch}")
-    privacy = path / "privacy.json"
     config = OmegaConf.to_container(OmegaConf.load(run.config))
     weights = weights_digests(path)
     return RunCheckpoint(
         run_dir=run_dir, epoch=epoch, path=path, config=config, figures=figures,
-        privacy=json.loads(privacy.read_text()) if privacy.exists() else None,
         training_users=len(UserSplit.load(run.split).members) if run.split.exists() else None,
-        weights=weights, unverified=tuple(audit_mismatches(run_dir, config, figures, weights)),
+        weights=weights, unverified=tuple(audit_mismatches(run_dir, config, figures, path, weights)),
     )

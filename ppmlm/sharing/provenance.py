@@ -14,15 +14,16 @@ import hmac
 import json
 from pathlib import Path
 
+from ppmlm.audit.checkpoint import dp_settings
 from ppmlm.audit.outputs import SIGNATURE, audit_secret, signature
 from ppmlm.corpus.split import UserSplit
 from ppmlm.errors import BlacklistError
 from ppmlm.identifiers.blacklist import Blacklist, cached_blacklists
-from ppmlm.rundir import RunDirectory
+from ppmlm.rundir import RunDirectory, checkpoint_epsilon
 
 
-def audit_mismatches(run_dir: Path, config: dict, figures: dict, weights: dict[str, str]) -> list[str]:
-    """Why the audit `figures` do not speak for a checkpoint whose weights files have digests `weights`, one
+def audit_mismatches(run_dir: Path, config: dict, figures: dict, checkpoint: Path, weights: dict[str, str]) -> list[str]:
+    """Why the audit `figures` do not speak for `checkpoint`, whose weights files have digests `weights`, one
     phrase each (empty: they do). The phrases name files and settings, never a path or any content, so the
     model card may print them."""
     if SIGNATURE not in figures or "measured" not in figures:
@@ -35,6 +36,7 @@ def audit_mismatches(run_dir: Path, config: dict, figures: dict, weights: dict[s
                 "run's secret"]
     measured = figures["measured"]
     return [*_weights_mismatches(measured.get("weights") or {}, weights),
+            *_privacy_mismatch(checkpoint, figures),
             *_split_mismatch(run_dir, measured.get("split")),
             *_blacklist_mismatch(run_dir, config, measured.get("blacklist"))]
 
@@ -52,6 +54,16 @@ def _weights_mismatches(audited: dict[str, str], shared: dict[str, str]) -> list
             problems.append(f"weights file {name} is not the one audited (sha256 {shared[name][:12]}..., "
                             f"audited {audited[name][:12]}...)")
     return problems
+
+
+def _privacy_mismatch(checkpoint: Path, figures: dict) -> list[str]:
+    """The card states ε and the DP-SGD settings the audit signed; a privacy.json beside the weights that says
+    otherwise was edited after the audit (or the audit is of another training), and the two cannot both be true."""
+    if checkpoint_epsilon(checkpoint) != figures.get("dp"):
+        return ["privacy.json (ε, δ and its unit) is not what the audit recorded"]
+    if "dp_settings" in figures and dp_settings(checkpoint) != figures["dp_settings"]:  # audits from before it: ε only
+        return ["privacy.json (the DP-SGD settings) is not what the audit recorded"]
+    return []
 
 
 def _split_mismatch(run_dir: Path, audited: str | None) -> list[str]:
