@@ -395,7 +395,7 @@ def test_an_audit_of_another_split_or_blacklist_is_refused(audited_run, tmp_path
 
     config.blacklist.path = str(tmp_path / "gone")
     OmegaConf.save(config, run / "config.yaml")
-    assert "the run's blacklist (blacklist.path, or its entry under blacklist.cache_dir) is not found" in refusal(
+    assert "the run's blacklist (blacklist.path) is not found" in refusal(
         run, tmp_path, capsys, "--min-privacy-score", "0", "--max-tpr", "1")
 
 
@@ -407,6 +407,35 @@ def test_an_audit_from_before_digests_is_refused(audited_run, tmp_path, capsys):
     error = refusal(run, tmp_path, capsys, "--min-privacy-score", "0", "--max-tpr", "1")
     assert "the audit predates signed digests" in error
     assert f"ppmlm audit --model {run / 'checkpoints' / 'epoch-1'} --out {run / 'audit'}" in error
+
+
+def test_push_finds_a_relative_blacklist_cache_from_any_folder(audited_run, tmp_path, monkeypatch, capsys):
+    """A run trained from /proj with the defaults' relative paths (output_dir runs/..., blacklist.cache_dir .cache/...)
+    is pushed from another folder: the cache is read where training read it, found from output_dir. Where that cannot
+    be told, the refusal says what to do."""
+    from omegaconf import OmegaConf
+
+    project = tmp_path / "proj"
+    run = edited_copy(audited_run.run, project / "runs" / "tiny", lambda figures: None)
+    shutil.copytree(audited_run.tmp / "cache", project / ".cache" / "blacklists")
+    config = OmegaConf.load(run / "config.yaml")
+    config.output_dir, config.blacklist.cache_dir = "runs/tiny", ".cache/blacklists"
+    OmegaConf.save(config, run / "config.yaml")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    capsys.readouterr()
+    assert main(["push", str(run), "--repo-id", "org/tiny-ppmlm", "--local-dir", "out", "--min-privacy-score", "0",
+                 "--max-tpr", "1"]) == 0, capsys.readouterr().err
+    assert "Verified by `ppmlm push`" in (tmp_path / "elsewhere" / "out" / "README.md").read_text()
+
+    config.output_dir = str(tmp_path / "somewhere-else")  # the folder training ran in cannot be told from it
+    OmegaConf.save(config, run / "config.yaml")
+    error = refusal(run, tmp_path, capsys, "--min-privacy-score", "0", "--max-tpr", "1")
+    assert "the run's blacklist (its entry under blacklist.cache_dir) is not found" in error
+    assert "run push from the folder training ran in, or make blacklist.cache_dir in the run's config.yaml an absolute" in error
+    monkeypatch.chdir(project)  # from the folder training ran in
+    assert main(["push", str(run), "--repo-id", "org/tiny-ppmlm", "--local-dir", str(tmp_path / "out2"),
+                 "--min-privacy-score", "0", "--max-tpr", "1"]) == 0
 
 
 @pytest.mark.parametrize("name", ["vocab.txt", "tokenizer.json"])

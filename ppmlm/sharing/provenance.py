@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import os
 from pathlib import Path
 
 from ppmlm.audit.checkpoint import dp_settings
@@ -75,13 +76,16 @@ def _split_mismatch(run_dir: Path, audited: str | None) -> list[str]:
 
 def _blacklist_mismatch(run_dir: Path, config: dict, audited: str | None) -> list[str]:
     """The run's blacklist is `blacklist.path`, else the cache entry built with the parameters the run
-    recorded in blacklist.json (paths as in config.yaml: relative ones from where training ran)."""
+    recorded in blacklist.json, wherever training read it (`_as_training_read`), so from any folder."""
     settings = config.get("blacklist") or {}
     recorded = RunDirectory(run_dir).blacklist_summary
+    key = "blacklist.path" if settings.get("path") else "blacklist.cache_dir"
     if settings.get("path"):
-        candidates = [Path(settings["path"])]
+        candidates = _as_training_read(run_dir, config, settings["path"])
     elif recorded.is_file():
-        candidates = cached_blacklists(settings.get("cache_dir", ""), json.loads(recorded.read_text())["parameters"])
+        parameters = json.loads(recorded.read_text())["parameters"]
+        candidates = [entry for cache in _as_training_read(run_dir, config, settings.get("cache_dir", ""))
+                      for entry in cached_blacklists(cache, parameters)]
     else:
         candidates = []
     digests = set()
@@ -91,6 +95,24 @@ def _blacklist_mismatch(run_dir: Path, config: dict, audited: str | None) -> lis
         except BlacklistError:
             pass  # not a blacklist (any more): as if not found
     if not digests:
-        return ["the run's blacklist (blacklist.path, or its entry under blacklist.cache_dir) is not found from this "
-                "directory, so the audit's blacklist cannot be checked"]
+        where = "blacklist.path" if settings.get("path") else "its entry under blacklist.cache_dir"
+        return [f"the run's blacklist ({where}) is not found, neither from the folder training ran in nor from this one, "
+                f"so the audit's blacklist cannot be checked: run push from the folder training ran in, or make {key} in the "
+                "run's config.yaml an absolute path"]
     return [] if audited in digests else ["the run's blacklist is not the one the audit used"]
+
+
+def _as_training_read(run_dir: Path, config: dict, path) -> list[Path]:
+    """Where a path of the run's config.yaml may be: itself when absolute; else, as training read it, from the folder
+    training ran in, which a relative `output_dir` tells (the run directory less output_dir's own parts: `runs/ppmlm`
+    at /home/me/proj/runs/ppmlm ran in /home/me/proj), and from the current folder."""
+    path = Path(path)
+    if path.is_absolute():
+        return [path]
+    output = Path(config.get("output_dir") or "")
+    folders = []
+    if output.parts and not output.is_absolute() and ".." not in output.parts:
+        for run in (Path(os.path.abspath(run_dir)), Path(run_dir).resolve()):  # as given, and through its links
+            if run.parts[-len(output.parts):] == output.parts:
+                folders.append(Path(*run.parts[: -len(output.parts)]))
+    return list(dict.fromkeys(folder / path for folder in [*folders, Path.cwd()]))
