@@ -90,3 +90,22 @@ def test_installed_wheel_synthesizes_blacklists_and_trains_from_another_director
                "audit.enabled=false", "data.path=c.jsonl", "blacklist.path=bl", f"output_dir={tmp_path / 'run'}"),
         cwd=tmp_path, env=env)
     assert (tmp_path / "run" / "checkpoints" / "epoch-1" / "complete").exists()
+
+
+def test_the_command_runs_from_a_folder_holding_a_run_named_ppmlm(tmp_path):
+    """`cd runs` (the default run is runs/ppmlm, holding audit/): under `python -m`, the current folder comes first on
+    sys.path, and its ppmlm/ folder is a namespace package that the editable install's finder, asked after the path,
+    does not override; its audit/ then hid ppmlm.audit (ModuleNotFoundError: ppmlm.audit.command). Both `python -m
+    ppmlm` and the `ppmlm` script reach the package, here the checkout's editable install."""
+    (tmp_path / "ppmlm" / "audit").mkdir(parents=True)
+    (tmp_path / "ppmlm" / "audit" / "epoch-1.json").write_text("{}")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    script = Path(sys.executable).with_name("ppmlm")
+    for command in ([sys.executable, "-m", "ppmlm"], *([[str(script)]] if script.is_file() else [])):
+        done = subprocess.run([*command, "audit", "--model", "ppmlm/checkpoints/epoch-1", "--out", "audited"], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=TIMEOUT)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.strip() == ("ppmlm audit: error: --model ppmlm/checkpoints/epoch-1: not a saved model directory "
+                                       "(no config.json)")
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        "ppmlm", "ppmlm/audit", "ppmlm/audit/epoch-1.json"]
