@@ -125,8 +125,8 @@ def push_run(run_dir, repo_id: str, epoch: int | None = None, local_dir=None, pr
         raise UnverifiedAuditError(
             f"{shared.run_dir} epoch {shared.epoch}: its audit does not speak for the weights being shared: "
             + "; ".join(shared.unverified)
-            + f" (audit this checkpoint again: ppmlm audit --model {shared.path} --out {RunDirectory(shared.run_dir).audit}; "
-              "--force exports it marked unverified)")
+            + f" (an audit edited or stale since: audit this checkpoint again, ppmlm audit --model {shared.path} --out "
+              f"{RunDirectory(shared.run_dir).audit}; --force exports it marked unverified)")
     checks = (policy or SharingPolicy.for_run(shared.run_dir)).check(shared.figures)
     forced = force and (bool(shared.unverified) or any(not c.passed for c in checks))
     plan = SharePlan(shared, repo_id, checks, forced, build_model_card(shared, checks, repo_id, forced))
