@@ -18,9 +18,11 @@ import datasets
 import numpy as np
 import pytest
 import torch
+from omegaconf import OmegaConf
 from sklearn.metrics import roc_auc_score
 
 from ppmlm.audit import AuditConfig, run_audit
+from ppmlm.audit.checkpoint import settings_digest
 from ppmlm.audit.command import audit_command
 from ppmlm.audit.identifiers import AuditorGraph, Identifiers, WordReader, identifier_count, privacy_score
 from ppmlm.audit.outputs import SIGNATURE, audit_secret, signature
@@ -352,7 +354,8 @@ def test_the_audit_records_the_digests_of_what_it_measured_and_signs_them(audite
     checkpoint's weights, of the blacklist and of the split, under an HMAC of the directory's secret."""
     measured = {"weights": weights_digests(audited_run.run / "checkpoints" / "epoch-1"),
                 "blacklist": Blacklist.load(audited_run.blacklist).digest(),
-                "split": UserSplit.load(audited_run.run / "split.json").digest()}
+                "split": UserSplit.load(audited_run.run / "split.json").digest(),
+                "settings": settings_digest(OmegaConf.to_container(OmegaConf.load(audited_run.run / "config.yaml")))}
     assert list(measured["weights"]) == ["model.safetensors"]
     for epoch in (1, 2):
         figures = json.loads((audited_run.out / f"epoch-{epoch}.json").read_text())

@@ -16,6 +16,7 @@ from huggingface_hub import ModelCard
 from safetensors.torch import load_file
 
 from ppmlm.audit.attacks import tpr_text, with_interval
+from ppmlm.audit.checkpoint import settings_digest
 from ppmlm.audit.outputs import SIGNATURE, audit_secret, signature
 from ppmlm.audit.policy import Check, outcome
 from ppmlm.cli import main
@@ -294,10 +295,14 @@ def dp_copy(audited_run, target: Path, epsilon: dict) -> tuple[Path, dict]:
                "chunks_per_user": {"users": 6, "max": 90, "mean": 58.2},
                "group": {"chunks": 90, "bound": GROUP_BOUND,
                          **{name: group_bound(eps, 1e-5, 90) for name, eps in epsilon.items()}}}
-    run = edited_copy(audited_run.run, target,
-                      lambda figures: figures.update(dp={**epsilon, "delta": 1e-5, "unit": "chunk"}, dp_settings=privacy))
-    config = OmegaConf.load(run / "config.yaml")
+    config = OmegaConf.load(audited_run.run / "config.yaml")
     config.train.dp.enabled = True
+
+    def audited_as_dp(figures):
+        figures.update(dp={**epsilon, "delta": 1e-5, "unit": "chunk"}, dp_settings=privacy)
+        figures["measured"]["settings"] = settings_digest(OmegaConf.to_container(config))
+
+    run = edited_copy(audited_run.run, target, audited_as_dp)
     OmegaConf.save(config, run / "config.yaml")
     (run / "checkpoints" / "epoch-1" / "privacy.json").write_text(json.dumps({"epsilon": epsilon, "privacy": privacy}))
     return run, privacy
@@ -397,6 +402,30 @@ def test_an_audit_of_another_split_or_blacklist_is_refused(audited_run, tmp_path
     OmegaConf.save(config, run / "config.yaml")
     assert "the run's blacklist (blacklist.path) is not found" in refusal(
         run, tmp_path, capsys, "--min-privacy-score", "0", "--max-tpr", "1")
+
+
+def test_training_settings_edited_after_the_audit_are_refused(audited_run, tmp_path, capsys):
+    """The card states the recipe and settings of config.yaml: one that no longer holds what the audited checkpoint was
+    trained with (an mlm run made to read as ppmlm, k changed) is refused; what a resume may change (the sharing
+    policy, where the run logs) is not a difference."""
+    from omegaconf import OmegaConf
+
+    run = edited_copy(audited_run.run, tmp_path / "run", lambda figures: None)
+    config = OmegaConf.load(run / "config.yaml")
+    config.share.license, config.train.log_every = "mit", 7
+    OmegaConf.save(config, run / "config.yaml")
+    assert push_run(run, "org/tiny-ppmlm", dry_run=True, policy=LENIENT).shared.unverified == ()
+    config.masking.variant, config.blacklist.k = "mlm", 5
+    OmegaConf.save(config, run / "config.yaml")
+    error = refusal(run, tmp_path, capsys, "--min-privacy-score", "0", "--max-tpr", "1")
+    assert "config.yaml does not hold the training settings the audited checkpoint was trained with" in error
+
+    def older(figures):
+        del figures["measured"]["settings"]
+
+    older_run = edited_copy(audited_run.run, tmp_path / "older", older)
+    assert "the audit predates the digest of the run's training settings" in refusal(
+        older_run, tmp_path, capsys, "--min-privacy-score", "0", "--max-tpr", "1")
 
 
 def test_an_audit_from_before_digests_is_refused(audited_run, tmp_path, capsys):

@@ -6,10 +6,12 @@ Opacus) or train-mode state is involved.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 import torch
+from omegaconf import OmegaConf
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 from ppmlm.audit.config import AuditConfig
@@ -17,7 +19,7 @@ from ppmlm.audit.policy import SharingPolicy
 from ppmlm.audit.runner import AuditInputs, prepare_audit, run_audit
 from ppmlm.errors import PPMLMError
 from ppmlm.models import weights_digests
-from ppmlm.rundir import checkpoint_epsilon
+from ppmlm.rundir import OPERATIONAL, RunDirectory, checkpoint_epsilon, flatten_config
 
 
 def load_masked_lm(path, device: str | torch.device):
@@ -36,14 +38,29 @@ def dp_settings(checkpoint) -> dict | None:
     return json.loads(path.read_text()).get("privacy") if path.is_file() else None
 
 
+def settings_digest(config: dict) -> str:
+    """sha256 of a run's training settings: its resolved config.yaml less the keys a resumed run may change (where it
+    writes, logs and caches, the sharing policy). The audit records it with the digests of what it measured, so that
+    `ppmlm push` can tell that the recipe, blacklist and optimization the model card states are those of the run whose
+    weights were audited: config.yaml itself is signed by nothing."""
+    shaping = {key: value for key, value in flatten_config(config).items() if not key.startswith(OPERATIONAL)}
+    return hashlib.sha256(json.dumps(shaping, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def run_settings_digest(checkpoint) -> str | None:
+    """`settings_digest` of the run a checkpoint belongs to (None for a checkpoint outside a run)."""
+    run = RunDirectory.of_checkpoint(checkpoint)
+    return settings_digest(OmegaConf.to_container(OmegaConf.load(run.config))) if run is not None else None
+
+
 def audit_checkpoint(checkpoint, corpus, split, blacklist, out_dir, epoch: int, config: AuditConfig = AuditConfig(),
                      reference=None, epsilon: dict | None = None, device: str | None = None,
                      policy: SharingPolicy | None = None, canaries: list | None = None,
                      inputs: AuditInputs | None = None) -> dict:
-    """`run_audit` on the model and tokenizer saved in `checkpoint`, recording the sha256 of its weights files and
-    the DP-SGD settings of its privacy.json; `reference` is a checkpoint path or None, `policy` the sharing policy
-    the report's verdict applies, `canaries` those planted in the corpus (their exposure is measured), `inputs` the
-    audit's prepared inputs (None: prepared here)."""
+    """`run_audit` on the model and tokenizer saved in `checkpoint`, recording the sha256 of its weights files and of
+    its run's training settings, and the DP-SGD settings of its privacy.json; `reference` is a checkpoint path or
+    None, `policy` the sharing policy the report's verdict applies, `canaries` those planted in the corpus (their
+    exposure is measured), `inputs` the audit's prepared inputs (None: prepared here)."""
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     tokenizer = AutoTokenizer.from_pretrained(str(checkpoint))
     weights = weights_digests(checkpoint)  # before loading: the digests are of what the model is loaded from
@@ -53,7 +70,7 @@ def audit_checkpoint(checkpoint, corpus, split, blacklist, out_dir, epoch: int, 
         raise PPMLMError(f"reference {reference} has a vocabulary of {reference_model.config.vocab_size} tokens, "
                          f"the audited model {model.config.vocab_size}: they must share the tokenizer")
     return run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch, config, reference_model, epsilon, weights,
-                     policy, canaries, inputs, dp_settings=dp_settings(checkpoint))
+                     policy, canaries, inputs, dp_settings=dp_settings(checkpoint), settings=run_settings_digest(checkpoint))
 
 
 class TrainingAudits:

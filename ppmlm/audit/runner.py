@@ -104,13 +104,14 @@ def prepare_audit(tokenizer, corpus, split, blacklist, config: AuditConfig = Aud
 def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, config: AuditConfig = AuditConfig(),
               reference=None, epsilon: dict | None = None, weights: dict[str, str] | None = None,
               policy: SharingPolicy | None = None, canaries: list | None = None, inputs: AuditInputs | None = None,
-              dp_settings: dict | None = None) -> dict:
+              dp_settings: dict | None = None, settings: str | None = None) -> dict:
     """Audit `model` (a loaded masked LM) for members (`split.members`) against audit non-members
     (`split.audit_non_members`) of `corpus`; `blacklist` holds the training identifiers, `reference` a
     loaded masked LM for the likelihood-ratio attack (None: that attack is skipped), `epsilon` the DP
     budget spent (e.g. {"rdp": ..., "prv": ..., "delta": ...}) and `dp_settings` the DP-SGD settings behind it (a DP
     checkpoint's privacy.json; both signed with the figures, for the model card), `weights` the sha256 of the files `model`
-    was loaded from (`weights_digests`; None: unknown, and `ppmlm push` will not share on this audit),
+    was loaded from (`weights_digests`; None: unknown, and `ppmlm push` will not share on this audit), `settings` the
+    sha256 of the training settings of the run the model comes from (`settings_digest`; None: outside a run),
     `policy` the sharing policy whose verdict opens the report (None: the defaults), `canaries` those planted
     in the members' notes (ppmlm.corpus.canaries; None: no exposure measured), `inputs` those `prepare_audit`
     made for this corpus, split, blacklist, tokenizer and config (None: prepared here).
@@ -180,7 +181,8 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
         "dp": epsilon,
         "dp_settings": dp_settings,
         "config": {**asdict(config), "fpr_levels": list(config.fpr_levels)},
-        "measured": {"weights": weights, "blacklist": blacklist.digest(), "split": split.digest()},  # sha256, checked by push
+        "measured": {"weights": weights, "blacklist": blacklist.digest(), "split": split.digest(),  # sha256, checked by push
+                     "settings": settings},
         "seconds": round(time.perf_counter() - started, 2),
     }
     if inversion is not None:

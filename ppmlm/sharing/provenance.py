@@ -1,12 +1,13 @@
-"""Whether the audit beside a checkpoint speaks for it: `ppmlm push` shares figures only when they were
-measured on the very weights being shared, against the run's own blacklist and split, and not edited since.
+"""Whether the audit beside a checkpoint speaks for it: `ppmlm push` shares figures only when they were measured on
+the very weights being shared, against the run's own blacklist and split, and not edited since.
 
-The audit's epoch-N.json records the sha256 of the weights files, the blacklist and the split it measured,
-and is signed with HMAC-SHA256 under the audit directory's private secret (ppmlm/audit/outputs.py). Here
-the digests are recomputed from the checkpoint and the run's files and the signature is checked. This
-catches an edited audit file, weights retrained or swapped after their audit, and an audit run against
-another blacklist or split, by anyone who lacks the run's secret. It is not a signature against whoever
-holds the run directory: they can audit anything and sign it (docs/sharing.md).
+The audit's epoch-N.json records the sha256 of the weights files, the blacklist and the split it measured and of
+the run's training settings, with ε and the DP-SGD settings of a DP checkpoint, and is signed with HMAC-SHA256
+under the audit directory's private secret (ppmlm/audit/outputs.py). Here the digests are recomputed from the
+checkpoint and the run's files, privacy.json is compared, and the signature is checked. This catches an edited
+audit file, weights retrained or swapped after their audit, settings or ε edited after it (what the model card
+states), and an audit run against another blacklist or split, by anyone who lacks the run's secret. It is not a
+signature against whoever holds the run directory: they can audit anything and sign it (docs/sharing.md).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import json
 import os
 from pathlib import Path
 
-from ppmlm.audit.checkpoint import dp_settings
+from ppmlm.audit.checkpoint import dp_settings, settings_digest
 from ppmlm.audit.outputs import SIGNATURE, audit_secret, signature
 from ppmlm.corpus.split import UserSplit
 from ppmlm.errors import BlacklistError
@@ -37,6 +38,7 @@ def audit_mismatches(run_dir: Path, config: dict, figures: dict, checkpoint: Pat
                 "run's secret"]
     measured = figures["measured"]
     return [*_weights_mismatches(measured.get("weights") or {}, weights),
+            *_settings_mismatch(config, measured),
             *_privacy_mismatch(checkpoint, figures),
             *_split_mismatch(run_dir, measured.get("split")),
             *_blacklist_mismatch(run_dir, config, measured.get("blacklist"))]
@@ -55,6 +57,17 @@ def _weights_mismatches(audited: dict[str, str], shared: dict[str, str]) -> list
             problems.append(f"weights file {name} is not the one audited (sha256 {shared[name][:12]}..., "
                             f"audited {audited[name][:12]}...)")
     return problems
+
+
+def _settings_mismatch(config: dict, measured: dict) -> list[str]:
+    """The card states the recipe, blacklist and optimization of the run's config.yaml; the audit recorded the digest
+    of the settings its checkpoint was trained with (the keys a resume may change left out)."""
+    if "settings" not in measured:
+        return ["the audit predates the digest of the run's training settings, so config.yaml cannot be checked"]
+    if measured["settings"] is None:
+        return ["the audit recorded no training settings (it audited a checkpoint outside its run)"]
+    return [] if settings_digest(config) == measured["settings"] else [
+        "config.yaml does not hold the training settings the audited checkpoint was trained with"]
 
 
 def _privacy_mismatch(checkpoint: Path, figures: dict) -> list[str]:
