@@ -15,3 +15,7 @@ class BlacklistError(PPMLMError, ValueError):
 
 class ConfigError(PPMLMError, ValueError):
     """A configuration key whose value cannot be honoured: the message names the key, the value and what is allowed."""
+
+
+class RunInUseError(ConfigError):
+    """An output_dir locked by another training, which the message names (process id, host, start time)."""

@@ -5,7 +5,8 @@ and the notebooks all go through `RunDirectory`.
 
     .ppmlm-run            marker: this folder is a ppmlm run (its corpus fingerprint inside); we write into
                           no folder that holds other files without it
-    .lock                 locked by the training that writes here (POSIX lock, released when it exits)
+    .lock                 locked by the training that writes here (POSIX lock, released when it exits), taken
+                          before anything else is read, built or written
     config.yaml           the resolved configuration; a resume must match it
     split.json            users per role (sensitive: user ids)
     blacklist.json        the blacklist's parameters and counts, never its terms
@@ -16,6 +17,7 @@ and the notebooks all go through `RunDirectory`.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -26,7 +28,7 @@ from pathlib import Path
 from accelerate.utils import broadcast_object_list
 from omegaconf import OmegaConf
 
-from ppmlm.errors import ConfigError
+from ppmlm.errors import ConfigError, RunInUseError
 from ppmlm.files import COMPLETE, write_atomically
 
 MARKER = ".ppmlm-run"
@@ -41,6 +43,7 @@ class RunDirectory:
     def __init__(self, path):
         self.path = Path(path)
         self._lock = None
+        self._made: list[Path] = []  # what `claim` created (files, then folders): `withdraw` removes them
 
     @classmethod
     def of_checkpoint(cls, checkpoint) -> "RunDirectory | None":
@@ -151,41 +154,53 @@ class RunDirectory:
 
     def check_same_corpus(self, fingerprint: str, allow_changes: bool) -> bool:
         """Whether the corpus changed since the run started (an error unless `allow_changes`)."""
-        marker = self.path / MARKER
-        recorded = json.loads(marker.read_text()).get("corpus") if marker.is_file() else None
+        recorded = self._marker().get("corpus")
         changed = recorded is not None and recorded != fingerprint
         if changed and not allow_changes:
             raise ConfigError(f"output_dir={self.path} holds a run trained on another corpus (its texts, users or document "
                               f"ids differ): choose another output_dir, or add allow_resume_changes=true")
         return changed
 
-    def claim(self, accelerator, corpus_fingerprint: str | None = None) -> None:
-        """Lock the directory (another training on it fails at once) and mark it as ours. The main process
-        takes the lock; every process fails alike when it cannot."""
+    def record_corpus(self, fingerprint: str) -> None:
+        """The fingerprint of the corpus the run trains on, in its marker once (what `check_same_corpus` reads)."""
+        marker = self._marker()
+        if marker.get("corpus") is None:
+            write_atomically(self.path / MARKER, json.dumps(dict(marker, kind="ppmlm-run", corpus=fingerprint)) + "\n")
+
+    def _marker(self) -> dict:
+        marker = self.path / MARKER
+        return json.loads(marker.read_text()) if marker.is_file() else {}
+
+    def claim(self, accelerator) -> None:
+        """Lock the directory and mark it as ours, before the run reads, builds or writes anything: a second
+        training on the same folder fails at once, naming the first one's process, and leaves nothing behind
+        (RunInUseError). The main process takes the lock; every process fails alike when it cannot."""
         problem = None
         if accelerator.is_main_process:
             try:
-                self._lock_and_mark(corpus_fingerprint)
+                self._lock_and_mark()
             except ConfigError as error:
-                problem = str(error)
+                problem = (str(error), isinstance(error, RunInUseError))
         problem = broadcast_object_list([problem])[0]
         if problem is not None:
-            raise ConfigError(problem)
+            message, in_use = problem
+            raise (RunInUseError if in_use else ConfigError)(message)
 
-    def _lock_and_mark(self, corpus_fingerprint: str | None) -> None:
+    def _lock_and_mark(self) -> None:
+        folders = [p for p in (self.path, *self.path.absolute().parents) if not p.exists()]
+        lock = self.path / LOCK
         try:
             self.path.mkdir(parents=True, exist_ok=True)
-            handle = open(self.path / LOCK, "a+")
+            files = [] if lock.exists() else [lock]
+            handle = open(lock, "a+")
         except OSError as error:
             raise ConfigError(f"output_dir={self.path}: cannot write there ({error.strerror})") from None
         try:
             fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            handle.seek(0)
-            owner = handle.read().strip() or "another process"
             handle.close()
-            raise ConfigError(f"output_dir={self.path} is in use by another training ({owner}); wait for it to end, or "
-                              f"choose another output_dir") from None
+            raise RunInUseError(f"output_dir={self.path} is in use by another training ({self.owner()}); wait for it "
+                                f"to end, or choose another output_dir") from None
         handle.seek(0)
         handle.truncate()
         handle.write(f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
@@ -193,7 +208,43 @@ class RunDirectory:
         self._lock = handle
         marker = self.path / MARKER
         if not marker.is_file():
-            write_atomically(marker, json.dumps({"kind": "ppmlm-run", "corpus": corpus_fingerprint}) + "\n")
+            write_atomically(marker, json.dumps({"kind": "ppmlm-run", "corpus": None}) + "\n")  # corpus: record_corpus
+            files.append(marker)
+        self._made = files + folders
+
+    def owner(self) -> str:
+        """The training that holds (or last held) the lock, as it wrote itself there."""
+        try:
+            return (self.path / LOCK).read_text().strip() or "another process"
+        except OSError:
+            return "another process"
+
+    @contextlib.contextmanager
+    def withdrawn_on_failure(self):
+        """The run's preparation between `claim` and its first file of its own: a failure there (a bad corpus, too
+        few users, Ctrl-C) leaves the folder as the claim found it."""
+        try:
+            yield
+        except BaseException:
+            self.withdraw()
+            raise
+
+    def withdraw(self) -> None:
+        """Release the lock, removing what `claim` created when the folder holds nothing else (a run that wrote a
+        file, canaries.json say, stays marked as ours so that a rerun may continue it)."""
+        if self._lock is None:
+            return
+        files = [p for p in self._made if p.parent == self.path]
+        untouched = {p.name for p in self.path.iterdir()} <= {p.name for p in files}
+        if untouched:
+            for path in files:
+                path.unlink(missing_ok=True)
+        self.release()
+        if untouched:
+            for folder in (p for p in self._made if p not in files):  # the run folder first, then its parents
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+        self._made = []
 
     def release(self) -> None:
         if self._lock is not None:
@@ -215,6 +266,12 @@ class RunDirectory:
     def unaudited_epochs(self) -> list[int]:
         """Complete checkpoints without an audit: a run killed during the audit of an epoch redoes it on resume."""
         return [epoch for epoch in self.complete_epochs() if not self.audit_of(epoch).exists()]
+
+
+def main_view(value):
+    """`value` as the main process has it, on every process: for a decision about a run directory that every
+    process must take alike (their clocks and their views of a shared folder may differ by a moment)."""
+    return broadcast_object_list([value])[0]
 
 
 def checkpoint_epsilon(checkpoint) -> dict | None:

@@ -1,7 +1,9 @@
 """A run directory is never damaged by a rerun: bad settings fail before anything is written, a resume must
 match the run it continues, two trainings cannot share a folder, and an audit killed mid-way is redone."""
+import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ppmlm.corpus.domains import synthetic_records
-from ppmlm.errors import ConfigError, CorpusError, PPMLMError
+from ppmlm.errors import ConfigError, CorpusError, PPMLMError, RunInUseError
 from ppmlm.pipeline import compose_config, train
 from ppmlm.rundir import RunDirectory
 
@@ -153,6 +155,71 @@ def test_a_second_training_on_the_same_folder_is_refused(rerun):
         holder.kill()
         holder.wait(timeout=30)
     train(config(rerun))  # the lock died with its holder
+
+
+@contextlib.contextmanager
+def claimed_by_another_training(run_dir: Path):
+    """Another process holding `run_dir` as a training holds it (its lock, its marker), until the block ends."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from accelerate import Accelerator; "
+                               "from ppmlm.rundir import RunDirectory; run = RunDirectory(sys.argv[1]); "
+                               "run.claim(Accelerator(cpu=True)); print('locked', flush=True); time.sleep(120)",
+         str(run_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+
+
+def unreadable_corpus(tmp_path) -> Path:
+    """A corpus whose first record is bad: a run that reads it fails with a CorpusError."""
+    path = tmp_path / "unreadable.jsonl"
+    path.write_text(json.dumps({"text": "Seen today.", "user_id": None}) + "\n")
+    return path
+
+
+def test_a_second_training_is_refused_before_it_reads_or_writes_anything(tmp_path):
+    """The lock comes first: a second training on a folder in use fails at once, naming the first one's process,
+    without loading its corpus (here unreadable, which would be another error) and without writing a file into the
+    first one's folder: with canaries on, a canaries.json of its own would stop the first run from resuming."""
+    with claimed_by_another_training(tmp_path / "run") as holder:
+        before = run_files(tmp_path / "run")
+        in_use = rf"output_dir=.*run is in use by another training \(pid {holder.pid} on .*\); wait for it to end"
+        with pytest.raises(RunInUseError, match=in_use):
+            train(config(tmp_path, f"data.path={unreadable_corpus(tmp_path)}"))
+        with pytest.raises(RunInUseError, match=in_use):
+            train(config(tmp_path, "audit.canaries.enabled=true"))
+        assert run_files(tmp_path / "run") == before and not (tmp_path / "cache").exists()
+
+
+def test_a_run_that_fails_while_preparing_leaves_its_folder_as_it_found_it(tmp_path):
+    """Between the lock and the run's first file, a failure takes back what the claim made (the folder, its marker,
+    its lock file); a run that wrote a file of its own (canaries.json) stays marked as a run, so a rerun continues it."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for where in (empty, tmp_path / "new" / "run"):
+        with pytest.raises(CorpusError, match="column 'user_id' is null"):
+            train(config(tmp_path, f"data.path={unreadable_corpus(tmp_path)}", f"output_dir={where}"))
+    assert list(empty.iterdir()) == [] and not (tmp_path / "new").exists()
+
+    with pytest.raises(CorpusError, match="no column 'nosuch' to take spans from"):  # after the canaries are planted
+        train(config(tmp_path, "audit.canaries.enabled=true", "blacklist.spans_from=nosuch"))
+    assert sorted(run_files(tmp_path / "run")) == [".lock", ".ppmlm-run", "canaries.json"]
+    RunDirectory(tmp_path / "run").check_target()  # ours: a rerun may use it
+
+
+@pytest.mark.slow
+def test_every_process_of_a_second_training_is_refused_at_once(tmp_path, two_ranks):
+    with claimed_by_another_training(tmp_path / "run") as holder:
+        done = two_ranks.launch(ROOT / "train.py", TINY, "data.synth_users=10", "audit.enabled=false",
+                                f"data.path={unreadable_corpus(tmp_path)}", f"output_dir={tmp_path / 'run'}")
+    assert done.returncode not in (0, None), done.report()
+    refusals = [line for line in done.output.splitlines()
+                if line.startswith("train.py: error: output_dir=") and f"in use by another training (pid {holder.pid} " in line]
+    assert len(refusals) == 2, done.report()  # each rank: one line (the launcher then reports the failed ranks)
+    assert not re.search(r'File ".*(ppmlm|train\.py)', done.output), done.report()
 
 
 @pytest.mark.slow

@@ -55,43 +55,43 @@ def train_classifier(cfg) -> Path:
     run.check_target()
     accelerator = Accelerator(cpu=not torch.cuda.is_available(),
                               dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True))
-    set_seed(cfg.seed)
+    run.claim(accelerator)  # first: a second training on this folder fails at once, and nothing is written unlocked
+    with run.withdrawn_on_failure():
+        set_seed(cfg.seed)
 
-    corpus = load_run_corpus(cfg.data, cfg.seed)
-    where = cfg.data.path or "the embedded synthetic corpus"
-    labels = read_labels(corpus, clf.label_column, where)
-    values = class_order(labels)
-    names = class_names(values, clf.label_names)
-    if len(values) < 2:
-        raise PPMLMError(f"{where}: column {clf.label_column!r} holds a single class ({names[0]!r}); "
-                         f"a classifier needs two")
-    class_id = {value: i for i, value in enumerate(values)}
-    user_ids = list(corpus["user_id"])
-    train_rows, eval_rows = held_out_split(user_ids, clf, where)
-    by = "documents" if cfg.data.path is not None and cfg.data.user_column is None else "users"
+        corpus = load_run_corpus(cfg.data, cfg.seed)
+        where = cfg.data.path or "the embedded synthetic corpus"
+        labels = read_labels(corpus, clf.label_column, where)
+        values = class_order(labels)
+        names = class_names(values, clf.label_names)
+        if len(values) < 2:
+            raise PPMLMError(f"{where}: column {clf.label_column!r} holds a single class ({names[0]!r}); "
+                             f"a classifier needs two")
+        class_id = {value: i for i, value in enumerate(values)}
+        user_ids = list(corpus["user_id"])
+        train_rows, eval_rows = held_out_split(user_ids, clf, where)
+        by = "documents" if cfg.data.path is not None and cfg.data.user_column is None else "users"
 
-    tokenizer = AutoTokenizer.from_pretrained(str(model_path(cfg.model)))
-    encodings = tokenizer(list(corpus["text"]), truncation=True, max_length=clf.max_length)
-    examples = [dict({key: column[i] for key, column in encodings.items()}, labels=class_id[label])
-                for i, label in enumerate(labels)]
-    collator = DataCollatorWithPadding(tokenizer)
-    train_loader = DataLoader([examples[i] for i in train_rows], batch_size=clf.batch_size, shuffle=True,
-                              collate_fn=collator)
-    eval_loader = DataLoader([examples[i] for i in eval_rows], batch_size=clf.batch_size, collate_fn=collator)
+        tokenizer = AutoTokenizer.from_pretrained(str(model_path(cfg.model)))
+        encodings = tokenizer(list(corpus["text"]), truncation=True, max_length=clf.max_length)
+        examples = [dict({key: column[i] for key, column in encodings.items()}, labels=class_id[label])
+                    for i, label in enumerate(labels)]
+        collator = DataCollatorWithPadding(tokenizer)
+        train_loader = DataLoader([examples[i] for i in train_rows], batch_size=clf.batch_size, shuffle=True,
+                                  collate_fn=collator)
+        eval_loader = DataLoader([examples[i] for i in eval_rows], batch_size=clf.batch_size, collate_fn=collator)
 
-    model = load_classifier(cfg.model, tokenizer, names)
-    top, head = freeze_all_but_top(model, clf.trainable_layers)
-    trainable = sum(p.numel() for p in top + head)
-    total_parameters = sum(p.numel() for p in model.parameters())
-    groups = [{"params": top, "lr": clf.lr}, {"params": head, "lr": clf.head_lr or clf.lr}]
-    optimizer = torch.optim.AdamW([g for g in groups if g["params"]], weight_decay=clf.weight_decay)
-    model, optimizer, train_loader, eval_loader = accelerator.prepare(model, optimizer, train_loader, eval_loader)
-    steps = len(train_loader)
-    total_steps = clf.epochs * steps
-    warmup_steps = math.ceil(clf.warmup_ratio * total_steps)
-    scheduler = get_linear_schedule_with_warmup(optimizer, warmup_steps, total_steps)
-
-    run.claim(accelerator)
+        model = load_classifier(cfg.model, tokenizer, names)
+        top, head = freeze_all_but_top(model, clf.trainable_layers)
+        trainable = sum(p.numel() for p in top + head)
+        total_parameters = sum(p.numel() for p in model.parameters())
+        groups = [{"params": top, "lr": clf.lr}, {"params": head, "lr": clf.head_lr or clf.lr}]
+        optimizer = torch.optim.AdamW([g for g in groups if g["params"]], weight_decay=clf.weight_decay)
+        model, optimizer, train_loader, eval_loader = accelerator.prepare(model, optimizer, train_loader, eval_loader)
+        steps = len(train_loader)
+        total_steps = clf.epochs * steps
+        warmup_steps = math.ceil(clf.warmup_ratio * total_steps)
+        scheduler = get_linear_schedule_with_warmup(optimizer, warmup_steps, total_steps)
     if accelerator.is_main_process:
         write_atomically(run.config, OmegaConf.to_yaml(resolved, resolve=True))
         write_atomically(run.metrics, "")  # a run again in the same directory replaces the last one

@@ -63,7 +63,9 @@ def prepare(cfg, tokenizer, variant: Variant, accelerator) -> RunData:
                         population_fraction=cfg.data.population_fraction)
     check_enough_users(split, cfg)
     canaries = []
-    if cfg.data.train_users == "members":  # canaries go into members' notes, before the blacklist is built on them
+    # canaries go into members' notes, before the blacklist is built on them; canaries.json is written into the run
+    # directory, which the loop has locked by now (RunDirectory.claim comes first)
+    if cfg.data.train_users == "members":
         corpus, canaries = run_canaries(cfg.output_dir, corpus, split.members, cfg.audit.canaries,
                                         record=accelerator.is_main_process)
     member_set = set(getattr(split, cfg.data.train_users))  # population: the audit's reference model

@@ -54,7 +54,7 @@ def train(cfg, callbacks: Sequence[TrainingCallback] = ()) -> Path:
     ppmlm.train builds it); returns the run directory."""
     run = RunDirectory(cfg.output_dir)
     run.check_target()
-    start_epoch = run.resume_point(cfg.resume)
+    start_epoch = run.resume_point(cfg.resume)  # read only: a rerun that may not continue leaves the folder untouched
     changes = run.check_same_settings(cfg.resolved, cfg.allow_resume_changes) if start_epoch else []
     accelerator = Accelerator(
         cpu=not torch.cuda.is_available(),
@@ -64,18 +64,21 @@ def train(cfg, callbacks: Sequence[TrainingCallback] = ()) -> Path:
         project_dir=str(run.path),
         dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),
     )
-    set_seed(cfg.seed)
-    if accelerator.mixed_precision == "fp16" and accelerator.device.type == "cpu":
-        accelerator.print("mixed_precision=fp16 autocasts on GPUs only: this CPU run trains in float32 (bf16 autocasts on CPUs)")
+    run.claim(accelerator)  # first: a second training on this folder fails at once, and nothing is written unlocked
+    with run.withdrawn_on_failure():
+        set_seed(cfg.seed)
+        if accelerator.mixed_precision == "fp16" and accelerator.device.type == "cpu":
+            accelerator.print("mixed_precision=fp16 autocasts on GPUs only: this CPU run trains in float32 "
+                              "(bf16 autocasts on CPUs)")
 
-    tokenizer = AutoTokenizer.from_pretrained(str(cfg.model.name_or_path or default_model_path()))
-    variant = get_variant(cfg.masking.variant)
-    data = prepare(cfg, tokenizer, variant, accelerator)
-    fingerprint = corpus_fingerprint(data.corpus)
-    run.claim(accelerator, fingerprint)
-    if start_epoch and run.check_same_corpus(fingerprint, cfg.allow_resume_changes):
-        changes.append("the corpus")
+        tokenizer = AutoTokenizer.from_pretrained(str(cfg.model.name_or_path or default_model_path()))
+        variant = get_variant(cfg.masking.variant)
+        data = prepare(cfg, tokenizer, variant, accelerator)
+        fingerprint = corpus_fingerprint(data.corpus)
+        if start_epoch and run.check_same_corpus(fingerprint, cfg.allow_resume_changes):
+            changes.append("the corpus")
     if accelerator.is_main_process:
+        run.record_corpus(fingerprint)
         write_atomically(run.config, cfg.to_yaml())
         data.split.save(run.split)
         # the blacklist's parameters and counts, never its terms (those stay in the sensitive cache)
