@@ -282,6 +282,46 @@ def test_reference_configuration_and_cache(tmp_path):
         resolve_reference(str(tmp_path))
 
 
+def test_a_reference_another_process_is_training_is_waited_for_then_used(tmp_path, capsys):
+    """Two runs needing the same uncached reference: the second waits for the first, which holds the reference's
+    folder (its lock), saying so and how far that training is, within a bound; once the first has written its final
+    checkpoint, the second uses it instead of training its own."""
+    from ppmlm.pipeline import compose_config, train_reference
+
+    cfg = compose_config([TINY, "data.synth_users=6", f"++audit.reference_cache_dir={tmp_path}",
+                          "++data.train_users=members", "train.epochs=1"])
+    reference = reference_config(cfg)
+    final = Path(reference.output_dir) / "checkpoints" / "epoch-1"
+    holder = subprocess.Popen(  # the first run, training the reference: it finishes its checkpoint when told to
+        [sys.executable, "-c", "import pathlib, sys, time; from accelerate import Accelerator; "
+                               "from ppmlm.rundir import RunDirectory; run = RunDirectory(sys.argv[1]); "
+                               "run.claim(Accelerator(cpu=True)); print('locked', flush=True); sys.stdin.readline(); "
+                               "time.sleep(1); run.checkpoint(1).mkdir(parents=True); run.mark_complete(1); time.sleep(1)",
+         reference.output_dir], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    tries = []
+
+    def train(config):
+        tries.append(config)
+        return train_reference(config)  # the real training: refused while the folder is locked
+
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(PPMLMError, match=rf"waited 0 min for the reference model that another training \(pid "
+                                             rf"{holder.pid} .*\) trains into .* \(0 of 1 epochs done\)"):
+            reference_checkpoint(cfg, train=train, wait_limit_s=0.5, poll_s=0.1)
+        holder.stdin.write("finish\n")
+        holder.stdin.flush()
+        assert reference_checkpoint(cfg, train=train, poll_s=0.1) == final
+        assert holder.wait(timeout=60) == 0
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    out = capsys.readouterr().out
+    assert f"waiting for another training (pid {holder.pid} " in out and "0 of 1 epochs done" in out
+    assert f"using the reference model {final}, trained by pid {holder.pid} " in out
+    assert len(tries) >= 2 and not (final / "model.safetensors").exists()  # never trained here
+
+
 @pytest.fixture(scope="module")
 def audited_run(tmp_path_factory):
     """A tiny mlm run of one epoch, audited twice against a separately initialized reference checkpoint:

@@ -5,7 +5,8 @@ must know the domain without having seen the audited users. By default it is tra
 recipe on the population users (held out from both training and the attack) less those lent to the
 attack's non-member side (`audit.lend_population`), once, and cached under a key of everything that
 shapes it: the run's configuration (minus where it writes and how it logs), the corpus and the users
-lent. `base` uses the checkpoint the run started from; a path uses that checkpoint.
+lent. `base` uses the checkpoint the run started from; a path uses that checkpoint. Two runs that need the same
+reference at once (a sweep started in parallel) train it once: the second waits for the first.
 
 The audit does not train: whoever wires it to a training run (ppmlm.pipeline) passes the trainer in.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -22,10 +24,10 @@ from omegaconf import OmegaConf
 from ppmlm.audit.sampling import lent_by_run
 from ppmlm.corpus.loading import load_run_corpus
 from ppmlm.corpus.split import split_users
-from ppmlm.errors import PPMLMError
+from ppmlm.errors import PPMLMError, RunInUseError
 from ppmlm.identifiers.blacklist import corpus_fingerprint
 from ppmlm.models import default_model_path
-from ppmlm.rundir import RunDirectory
+from ppmlm.rundir import RunDirectory, main_view
 
 POPULATION, BASE, NONE = "population", "base", "none"
 DEFAULT_CACHE_DIR = ".cache/ppmlm/references"
@@ -36,6 +38,11 @@ NOT_IN_KEY_TRAIN = ("log_every", "tracker", "num_workers")
 # that references cached before them are still found; any other value trains another model and is in the key.
 TRAIN_AS_BEFORE = {"gradient_accumulation_steps": 1, "mixed_precision": None, "fused_optimizer": "auto", "compile": False,
                    "packing": False}
+# How long a run waits for another process training the same reference (a reference on a large population can take
+# hours), how often it looks, and how often it says it still waits when that training shows no new epoch.
+WAIT_LIMIT_S = 24 * 3600
+WAIT_POLL_S = 10
+WAIT_NOTE_S = 600
 
 
 def reference_config(cfg):
@@ -67,11 +74,15 @@ def reference_config(cfg):
     return reference
 
 
-def reference_checkpoint(cfg, train: Callable | None = None) -> Path:
+def reference_checkpoint(cfg, train: Callable | None = None, wait_limit_s: float = WAIT_LIMIT_S,
+                         poll_s: float = WAIT_POLL_S) -> Path:
     """The final checkpoint of the reference model for run configuration `cfg`, trained on the population
     users with `train(reference_config)` when not cached yet; without a trainer a missing reference is an
     error (inside a training loop, where only the main process audits, a nested training run could not
-    synchronize the processes: the pipeline trains it before the first epoch, on every process)."""
+    synchronize the processes: the pipeline trains it before the first epoch, on every process).
+
+    When another process is training the same reference (its folder is locked), this one waits for it, up to
+    `wait_limit_s`, and then uses its checkpoint; had that process died, this one resumes its training."""
     reference = reference_config(cfg)
     run = RunDirectory(reference.output_dir)
     final = run.checkpoint(reference.train.epochs)
@@ -79,8 +90,43 @@ def reference_checkpoint(cfg, train: Callable | None = None) -> Path:
         if train is None:
             raise PPMLMError(f"no reference model at {final}: train it first (ppmlm.pipeline.train_reference)")
         print(f"training the reference model on the population users into {reference.output_dir}", flush=True)
-        train(reference)
+        waiting = None
+        while True:
+            try:
+                train(reference)
+                break
+            except RunInUseError:
+                waiting = waiting or OtherTraining(run, reference.train.epochs, wait_limit_s)
+                waiting.note()
+                time.sleep(poll_s)
+            if main_view(reference.train.epochs in run.complete_epochs()):
+                print(f"using the reference model {final}, trained by {run.owner()}", flush=True)
+                break
     return final
+
+
+class OtherTraining:
+    """Another process training the reference this run needs: this one says whom it waits for and how far that
+    training is, and gives up after `limit_s` (every process alike, by the main process's clock)."""
+
+    def __init__(self, run: RunDirectory, epochs: int, limit_s: float):
+        self.run, self.epochs, self.limit_s = run, epochs, limit_s
+        self.start = time.monotonic()
+        self.noted: tuple[int, float] | None = None  # (epochs done, when) at the last note
+
+    def note(self) -> None:
+        now = time.monotonic()
+        waited, done = main_view((now - self.start, len(self.run.complete_epochs())))
+        owner = self.run.owner()
+        if waited > self.limit_s:
+            raise PPMLMError(f"waited {waited / 60:.0f} min for the reference model that another training ({owner}) "
+                             f"trains into {self.run.path} ({done} of {self.epochs} epochs done): end that training "
+                             f"and run again to resume it, or set audit.reference=none, base or a checkpoint")
+        if self.noted is None or done != self.noted[0] or now - self.noted[1] >= WAIT_NOTE_S:
+            print(f"waiting for another training ({owner}), which trains this reference model into {self.run.path}: "
+                  f"{done} of {self.epochs} epochs done after {waited / 60:.0f} min of waiting (at most "
+                  f"{self.limit_s / 3600:g} h)", flush=True)
+            self.noted = (done, now)
 
 
 def starting_checkpoint(cfg) -> Path:
