@@ -12,9 +12,10 @@ from __future__ import annotations
 import unicodedata
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Iterable, Iterator
 
+import numpy as np
 import spacy
 
 
@@ -28,6 +29,21 @@ class Words:
 
     def __len__(self) -> int:
         return len(self.starts)
+
+    @cached_property
+    def offsets(self) -> tuple[np.ndarray, np.ndarray]:
+        """`starts` and `ends` as arrays, made once per text: a long note has tens of thousands of spans, and
+        making them again for each was the square of its length."""
+        return np.asarray(self.starts, dtype=np.int64), np.asarray(self.ends, dtype=np.int64)
+
+    def overlapping(self, starts: Iterable[int], ends: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:
+        """For each character range [starts[i], ends[i]), the words that overlap it (a word the range cuts counts):
+        words first[i] to stop[i] - 1. Words are in text order and disjoint, so this is two binary searches per range."""
+        word_starts, word_ends = self.offsets
+        starts, ends = np.fromiter(starts, dtype=np.int64), np.fromiter(ends, dtype=np.int64)
+        first = np.searchsorted(word_ends, starts, side="right")  # the first word ending after the range starts
+        stop = np.searchsorted(word_starts, ends, side="left")  # the words starting before the range ends
+        return first, np.maximum(stop, first)
 
     @property
     def term_positions(self) -> list[int]:

@@ -2,6 +2,7 @@
 import json
 import os
 import re
+from functools import cached_property
 
 import datasets
 import pytest
@@ -9,10 +10,11 @@ import pytest
 from ppmlm.cli import main
 from ppmlm.corpus.loading import load_corpus
 from ppmlm.errors import BlacklistError
+from ppmlm.features import build_features
 from ppmlm.identifiers.blacklist import AUTO_PARALLEL_DOCUMENTS, Blacklist, build_blacklist, ner_processes
 from ppmlm.identifiers.ner import Span
 from ppmlm.identifiers.spans import SpanTable
-from ppmlm.words import WordSegmenter
+from ppmlm.words import Words, WordSegmenter
 
 NOTES = [
     ("u1", "a", "Mr. Quill has gout. Quill takes colchicine.", [(4, 9, "NAME")]),
@@ -168,6 +170,43 @@ def test_a_malformed_gold_span_is_named_never_shown(tmp_path, capsys, phi, probl
     assert len(errors) == 1 and "Traceback" not in err
     assert re.search(r"record 0 \(doc_id='a'\): column 'phi'.*" + problem, errors[0]), errors[0]
     assert "Quill" not in err and "gout" not in err
+
+
+def long_note(paragraphs: int) -> tuple[str, list[dict]]:
+    """A note of `paragraphs` times the same paragraph and its three gold spans each (a name, a hospital, a place)."""
+    paragraph = "Mr. Quill has gout; seen at Mercy Hospital in Ostrava.\n"
+    found = [(paragraph.index(x), paragraph.index(x) + len(x), label)
+             for x, label in (("Quill", "NAME"), ("Mercy Hospital", "HOSPITAL"), ("Ostrava", "LOCATION"))]
+    phi = [{"start": i * len(paragraph) + s, "end": i * len(paragraph) + e, "label": label}
+           for i in range(paragraphs) for s, e, label in found]
+    return paragraph * paragraphs, phi
+
+
+def test_a_long_note_maps_its_spans_to_words_in_one_pass_whatever_their_number(monkeypatch, bert_tokenizer):
+    """Cost linear in a note's length: each pass maps all of a document's spans to its words at once. When every span
+    rebuilt the document's word arrays (12,000 spans in a 1 MB note), NER over one note took the square of its length."""
+    arrays_made, queries = [], []
+    make_arrays = Words.offsets.func
+    counting = cached_property(lambda words: arrays_made.append(len(words)) or make_arrays(words))
+    counting.__set_name__(Words, "offsets")
+    monkeypatch.setattr(Words, "offsets", counting)
+    overlapping = Words.overlapping
+    monkeypatch.setattr(Words, "overlapping", lambda words, *ranges: queries.append(1) or overlapping(words, *ranges))
+    work = {}
+    for paragraphs in (10, 40):
+        text, phi = long_note(paragraphs)
+        records = [{"user_id": "u1", "doc_id": "long", "text": text, "phi": phi},
+                   {"user_id": "u2", "doc_id": "other", "text": "Seen in Ostrava for gout.", "phi": []}]
+        notes = load_corpus(datasets.Dataset.from_list(records))
+        arrays_made.clear()
+        queries.clear()
+        blacklist = build_blacklist(notes, ner="none", spans_from="phi", progress=False)
+        features = build_features(notes, blacklist, bert_tokenizer, max_length=64)
+        work[paragraphs] = (len(arrays_made), len(queries))
+        assert blacklist.stats["counts"]["gold_coverage"] == 1.0  # every span's words found, and protected
+        assert {"Quill", "Mercy Hospital", "Ostrava"} <= {t for t, e in blacklist.terms.items() if e.kind != "indirect"}
+        assert sum(map(sum, features["protected"])) >= 4 * 3 * paragraphs  # [CLS] and [SEP] never are
+    assert work[10] == work[40] and work[10][0] <= 3 * 2, work  # 120 spans cost what 30 do; once a pass and document
 
 
 def test_segmenter_matches_protection():

@@ -102,6 +102,28 @@ def test_a_text_longer_than_a_piece_is_processed_in_pieces(monkeypatch):
     assert [text[s.start:s.end] for s in whole[-2:]] == ["Boston", "3/4/2019"] and len(whole) >= 4 * 60
 
 
+def test_a_long_text_is_held_one_piece_at_a_time(monkeypatch):
+    """spaCy holds a batch's Docs together (some 0.3 GB per 100,000 characters): the pieces of a long text never share
+    a batch, so NER memory stays that of one piece however long the note (a 5 MB note's 50 pieces: some 17 GB)."""
+    ner = load_ner("default")
+    paragraph = "Patient John Smith was seen at Mercy Hospital in Boston on 3/4/2019 for chest pain.\n"
+    texts = ["Seen by Dr. Alan Brown.", paragraph * 60, "Call (555) 123-4567.", "Mercy Hospital."]
+    whole = list(ner.spans(texts))
+    monkeypatch.setattr(ner, "piece_chars", 1000)
+    batches = []
+    pipe = ner.nlp.pipe
+
+    def recording(items, **kwargs):
+        items = list(items)
+        if kwargs.get("as_tuples"):  # our call, not spaCy's own call of itself with the texts
+            batches.append(sum(len(piece) for piece, _ in items))
+        return pipe(items, **kwargs)
+
+    monkeypatch.setattr(ner.nlp, "pipe", recording)
+    assert list(ner.spans(texts, batch_size=64)) == whole
+    assert max(batches) <= 1000 and len(batches) >= len(paragraph * 60) // 1000  # short texts still batched together
+
+
 def test_cut_into_pieces_prefers_line_breaks_then_spaces():
     assert cut_into_pieces("ab cd\nef gh", 8) == [("ab cd\n", 0, False), ("ef gh", 6, True)]
     assert cut_into_pieces("abcdefgh", 3) == [("abc", 0, False), ("def", 3, False), ("gh", 6, True)]

@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from scipy.stats import binomtest
 
 from ppmlm.errors import PPMLMError
-from ppmlm.identifiers.blacklist import BOTH, DIRECT, INDIRECT, Blacklist, gold_spans, words_in_spans
+from ppmlm.identifiers.blacklist import BOTH, DIRECT, INDIRECT, Blacklist, gold_spans, span_words
 from ppmlm.identifiers.graph import GraphBuilder
 
 AUTO, AUTO_COLUMN = "auto", "phi"
@@ -78,8 +78,8 @@ class Identifiers:
             if doc_id not in spans:
                 continue
             protected = training.protected_words(words, doc_id)
-            for span in spans[doc_id]:
-                for i in np.flatnonzero(words_in_spans(words, [span])):
+            for span, first, stop in zip(spans[doc_id], *span_words(words, spans[doc_id])):
+                for i in range(first, stop):
                     key = reader.key(words.terms[i])
                     if key is not None:
                         labels.setdefault(key, set()).add(span.label)

@@ -51,8 +51,9 @@ def build_features(
                 blacklist.protected_words(words, record["doc_id"]) if blacklist is not None else np.zeros(len(words), bool)
             )
             token_words, token_protected = align_tokens(words, word_protected, offsets)
+            ids = np.asarray(ids)  # once per document, not per chunk: a long note has thousands of chunks
             for chunk in _chunks(token_words, budget):
-                _append_chunk(columns, prefix, suffix, np.asarray(ids)[chunk], token_words[chunk], token_protected[chunk])
+                _append_chunk(columns, prefix, suffix, ids[chunk], token_words[chunk], token_protected[chunk])
                 columns["doc_id"].append(record["doc_id"])
                 columns["user_id"].append(record["user_id"])
         bar.update(len(batch))
@@ -64,7 +65,7 @@ def align_tokens(words: Words, word_protected: np.ndarray, offsets) -> tuple[np.
     """Word index of each token (the word its first character falls in, -1 when none) and whether the
     token touches any protected word (a token straddling two words is protected if either is)."""
     offsets = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
-    starts, ends = np.asarray(words.starts, dtype=np.int64), np.asarray(words.ends, dtype=np.int64)
+    starts, ends = words.offsets
     token_start, token_end = offsets[:, 0], offsets[:, 1]
     first = np.searchsorted(ends, token_start, side="right")  # first word ending after the token starts
     last = np.searchsorted(starts, token_end, side="left") - 1  # last word starting before the token ends

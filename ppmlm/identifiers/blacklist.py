@@ -324,12 +324,16 @@ def cached_blacklists(cache_dir, parameters: dict) -> list[Path]:
 
 
 def words_in_spans(words: Words, spans: list[Span]) -> np.ndarray:
-    """Boolean per word: overlaps one of the spans (a word cut by a span boundary counts)."""
-    starts, ends = np.asarray(words.starts), np.asarray(words.ends)
-    inside = np.zeros(len(words), dtype=bool)
-    for span in spans:
-        inside |= (starts < span.end) & (ends > span.start)
-    return inside
+    """Boolean per word: overlaps one of the spans (a word cut by a span boundary counts). One pass over the words
+    whatever the number of spans: +1 where a span's words begin, -1 past their end, and a running sum."""
+    first, stop = span_words(words, spans)
+    edges = np.bincount(first, minlength=len(words) + 1) - np.bincount(stop, minlength=len(words) + 1)
+    return np.cumsum(edges[:-1]) > 0
+
+
+def span_words(words: Words, spans: list[Span]) -> tuple[np.ndarray, np.ndarray]:
+    """For each span, the words it overlaps: words first[i] to stop[i] - 1 (`Words.overlapping`)."""
+    return words.overlapping((span.start for span in spans), (span.end for span in spans))
 
 
 def corpus_fingerprint(corpus: datasets.Dataset) -> str:
@@ -409,9 +413,9 @@ def count_shard(texts: list[str], users: list[str], doc_ids: list[str], spans: d
         words_per_user[user] += sum(term is not None for term in words.terms)
         doc_spans = spans.get(doc_id, ())
         tagged_words.update(words_tagged(words, doc_spans))
-        for span in doc_spans:
+        for span, first, stop in zip(doc_spans, *span_words(words, doc_spans)):
             direct_per_user[user].add(segmenter.term_of(text[span.start:span.end]))
-            for term in _span_terms(words, span, segmenter):
+            for term in _span_terms(words.terms[first:stop], span.label, segmenter):
                 entry = direct.setdefault(term, TermEntry(term, len(term.split(" ")), DIRECT, 0, 0))
                 entry.tagged += 1
                 if span.label not in entry.labels:
@@ -476,11 +480,12 @@ def count_protection(texts: list[str], doc_ids: list[str], spans: dict[str, list
         counts.protected_words += int((protected & is_term).sum())
         if gold is not None:
             doc_gold = gold.get(doc_id, [])
-            for span in doc_gold:
-                inside = words_in_spans(words, [span]) & is_term
+            protected_terms = np.concatenate([[0], np.cumsum(protected & is_term)])  # counts over any word range
+            terms = np.concatenate([[0], np.cumsum(is_term)])
+            for span, first, stop in zip(doc_gold, *span_words(words, doc_gold)):
                 label_counts = counts.gold_words.setdefault(span.label, [0, 0])
-                label_counts[0] += int((inside & protected).sum())
-                label_counts[1] += int(inside.sum())
+                label_counts[0] += int(protected_terms[stop] - protected_terms[first])
+                label_counts[1] += int(terms[stop] - terms[first])
             any_gold = words_in_spans(words, doc_gold) & is_term
             counts.gold_union[0] += int((any_gold & protected).sum())
             counts.gold_union[1] += int(any_gold.sum())
@@ -615,14 +620,15 @@ def gold_spans(corpus: datasets.Dataset, column: str, first_record: int = 0) -> 
     return spans
 
 
-def _span_terms(words: Words, span: Span, segmenter: WordSegmenter) -> list[str]:
-    """The span's own term (all its term words) and, for names, each of its words on its own but
-    initials: a surname alone ("Mr. Smith") identifies as much as the full name, "C." or "v." nobody."""
-    inside = [words.terms[i] for i in np.flatnonzero(words_in_spans(words, [span])) if words.terms[i] is not None]
+def _span_terms(span_terms: list[str | None], label: str, segmenter: WordSegmenter) -> list[str]:
+    """The span's own term (all its term words; `span_terms`: the terms of the words it overlaps) and, for names,
+    each of its words on its own but initials: a surname alone ("Mr. Smith") identifies as much as the full name,
+    "C." or "v." nobody."""
+    inside = [term for term in span_terms if term is not None]
     if not inside:
         return []
     terms = [" ".join(inside)]
-    if span.label == NAME and len(inside) > 1:
+    if label == NAME and len(inside) > 1:
         stop_words = segmenter.stop_words
         terms += [t for t in inside if t.lower() not in stop_words and sum(c.isalpha() for c in t) > 1]
     return terms

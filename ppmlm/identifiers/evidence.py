@@ -76,13 +76,9 @@ def acronym(word: str) -> bool:
 
 def words_tagged(words: Words, spans: list[Span]) -> list[str]:
     """The term words of a document inside its spans of EVIDENCE_LABELS, one entry per occurrence."""
-    starts, ends = np.asarray(words.starts), np.asarray(words.ends)
-    found = []
-    for span in spans:
-        if span.label in EVIDENCE_LABELS:
-            inside = np.flatnonzero((starts < span.end) & (ends > span.start))
-            found += [words.terms[i] for i in inside if words.terms[i] is not None]
-    return found
+    spans = [span for span in spans if span.label in EVIDENCE_LABELS]
+    first, stop = words.overlapping((span.start for span in spans), (span.end for span in spans))
+    return [term for a, b in zip(first.tolist(), stop.tolist()) for term in words.terms[a:b] if term is not None]
 
 
 def evidence_terms(graph: UserTermGraph, tagged: Counter, k: int, settings: EvidenceSettings,

@@ -150,15 +150,22 @@ class SpacyNER:
     ) -> Iterator[list[Span]]:
         """One list of spans per text. A text longer than `piece_chars` goes through the pipeline in pieces cut at
         line breaks (else spaces): spaCy refuses texts over `nlp.max_length` and needs about 1 GB of memory
-        per 100,000 characters of one text. With `n_process` > 1, worker processes run it (`_spans_in_workers`)."""
+        per 100,000 characters of one text. A batch holds at most `batch_size` pieces and `piece_chars` characters
+        (a longer piece alone): spaCy keeps a batch's Docs and activations together, and the 50 pieces of a 5 MB
+        note in one batch would take some 17 GB. With `n_process` > 1, worker processes run it (`_spans_in_workers`)."""
         if n_process > 1 and self.spec is not None:
             yield from self._spans_in_workers(texts, batch_size, n_process)
             return
         limit = min(self.piece_chars, self.nlp.max_length)
         # the piece rides along: rebuilding it from tokens costs
         pieces = ((piece, (piece, offset, last)) for text in texts for piece, offset, last in cut_into_pieces(text, limit))
+        if n_process > 1:  # spaCy's own processes, for a pipeline not built from a spec
+            docs = self.nlp.pipe(pieces, as_tuples=True, batch_size=batch_size, n_process=n_process)
+        else:
+            docs = (doc for batch in _batches(pieces, batch_size, limit)
+                    for doc in self.nlp.pipe(batch, as_tuples=True, batch_size=len(batch)))
         found: list[Span] = []
-        for doc, (piece, offset, last) in self.nlp.pipe(pieces, as_tuples=True, batch_size=batch_size, n_process=n_process):
+        for doc, (piece, offset, last) in docs:
             found.extend(Span(s.start + offset, s.end + offset, s.label) for s in self.doc_spans(doc, piece))
             if last:
                 yield found
@@ -209,6 +216,20 @@ def _chunks(texts: Iterable[str], size: int) -> Iterator[list[str]]:
             chunk = []
     if chunk:
         yield chunk
+
+
+def _batches(pieces: Iterable[tuple[str, object]], size: int, chars: int) -> Iterator[list[tuple[str, object]]]:
+    """Lists of at most `size` (piece, context) pairs holding at most `chars` characters, or one longer piece."""
+    batch: list = []
+    held = 0
+    for item in pieces:
+        if batch and (len(batch) == size or held + len(item[0]) > chars):
+            yield batch
+            batch, held = [], 0
+        batch.append(item)
+        held += len(item[0])
+    if batch:
+        yield batch
 
 
 def _worker_spans(spec: tuple[str, str], texts: list[str], batch_size: int) -> list[list[Span]]:
