@@ -11,6 +11,7 @@ import datasets
 import numpy as np
 import pytest
 
+from ppmlm.cli import main
 from ppmlm.config import RunConfig
 from ppmlm.corpus.domains import generate_synthetic
 from ppmlm.corpus.loading import load_corpus
@@ -197,6 +198,28 @@ def test_engine_settings_are_checked_before_the_build():
     RunConfig.from_config(compose_config(["blacklist.engine=dask", "blacklist.scheduler=tcp://10.0.0.5:8786"]))
     with pytest.raises(BlacklistError, match="engine 'dask' needs a scheduler"):
         shards_module.check_engine("dask", None)
+
+
+def test_an_unreachable_scheduler_is_one_line_before_the_corpus_is_read(tmp_path, capsys, monkeypatch):
+    """No answer at the address (or no address at all): one line naming it, within CONNECT_SECONDS, not a traceback
+    after the corpus is read; the corpus given does not even exist, and nothing is written."""
+    pytest.importorskip("distributed")
+    monkeypatch.setattr(shards_module, "CONNECT_SECONDS", 1)
+    def waited_too_long(*_):
+        raise TimeoutError("the command waited on the scheduler for 2 minutes")
+
+    previous = signal.signal(signal.SIGALRM, waited_too_long)  # fails rather than hangs
+    signal.alarm(120)
+    try:
+        for address in ("tcp://127.0.0.1:1", "nonsense"):
+            assert main(["blacklist", "--data", str(tmp_path / "absent.jsonl"), "--out", str(tmp_path / "bl"),
+                         "--engine", "dask", "--scheduler", address]) == 2
+            error = capsys.readouterr().err.strip()
+            assert "\n" not in error and f"scheduler {address!r}: no Dask scheduler reached" in error, error
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert not list(tmp_path.iterdir())
 
 
 def test_the_command_on_a_local_two_worker_dask_cluster(notes, tmp_path):

@@ -54,6 +54,7 @@ from ppmlm.identifiers.profiles import DEFAULT_PROFILE
 from ppmlm.words import WordSegmenter
 
 ENGINES = ("local", "dask")
+CONNECT_SECONDS = 10  # a Dask scheduler that does not answer within this is reported, not waited for
 DEFAULT_SHARD_SIZE = 2000  # documents per shard: a few MB of text, and tens of seconds of NER
 WORK_MARKER = ".ppmlm-blacklist-work"
 ADOPTED = "adopted"  # the marker's text when the folder existed (empty) before: only our files are removed
@@ -209,6 +210,21 @@ def check_engine(engine: str, scheduler: str | None) -> None:
             import distributed  # noqa: F401  (an optional extra: checked here, imported where used)
         except ImportError:
             raise BlacklistError("engine 'dask' needs Dask: pip install 'ppmlm[distributed]'") from None
+        if scheduler != "local":
+            _client(scheduler).close()  # an address that nobody answers on fails now, not after the corpus is read
+
+
+def _client(address: str):
+    """A Dask client of the scheduler at `address`, or one line saying why there is none (an unreachable address,
+    one that is not an address), after at most CONNECT_SECONDS."""
+    import distributed  # the optional extra `ppmlm[distributed]`, checked by check_engine
+
+    try:
+        return distributed.Client(address, timeout=CONNECT_SECONDS)
+    except (OSError, ValueError, TimeoutError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise BlacklistError(f"scheduler {address!r}: no Dask scheduler reached ({reason}); start one there, or give "
+                             "its address as tcp://HOST:8786, or 'local' for a cluster on this machine") from None
 
 
 def remove_work_dir(work_dir: Path) -> None:
@@ -381,12 +397,11 @@ class _engine:
             return runner
         import distributed  # the optional extra `ppmlm[distributed]`, checked by check_engine
 
-        address = self.scheduler
-        if address == "local":
-            address = self.stack.enter_context(distributed.LocalCluster(
+        if self.scheduler == "local":
+            cluster = self.stack.enter_context(distributed.LocalCluster(
                 n_workers=self.processes, threads_per_worker=1, processes=True, dashboard_address=None))
-        client = self.stack.enter_context(distributed.Client(address))
-        return _Dask(client)
+            return _Dask(self.stack.enter_context(distributed.Client(cluster)))
+        return _Dask(self.stack.enter_context(_client(self.scheduler)))
 
     def __exit__(self, kind, error, traceback) -> None:
         if kind is not None and self.engine == "local":  # Ctrl-C or a failure: end the shards in flight, do not wait
