@@ -19,6 +19,8 @@ def _synth(args) -> None:
     from ppmlm.corpus.engine import write_jsonl
 
     out = Path(args.out)
+    if out.is_symlink():  # a dangling link too, which exists() does not see
+        raise PPMLMError(f"--out {out}: is a symbolic link; ppmlm synth never writes through one, choose another path")
     if out.exists():
         raise PPMLMError(f"--out {out}: the file exists; ppmlm synth never overwrites one, choose another path")
     if not out.parent.is_dir():
@@ -42,7 +44,7 @@ def _claim(written: Path, out: Path) -> None:
     except FileExistsError:
         pass
     except OSError:  # a filesystem without hard links
-        if not out.exists():
+        if not os.path.lexists(out):
             os.replace(written, out)
             return
     raise PPMLMError(f"--out {out}: a file of that name appeared while writing; it was left as it was")
@@ -57,7 +59,13 @@ def _peak_rss_mib(who: str) -> float:
 def _blacklist(args) -> None:
     from ppmlm.corpus.streaming import FileShards
     from ppmlm.identifiers.blacklist import Blacklist, check_output_dir
-    from ppmlm.identifiers.shards import DEFAULT_SHARD_SIZE, build_in_shards, check_engine, remove_work_dir
+    from ppmlm.identifiers.shards import (
+        DEFAULT_SHARD_SIZE,
+        build_in_shards,
+        check_engine,
+        check_work_dir,
+        remove_work_dir,
+    )
 
     check_output_dir(args.out)  # before minutes of NER, not after
     work_dir = None
@@ -67,9 +75,10 @@ def _blacklist(args) -> None:
         if not args.data:
             raise PPMLMError("give --data PATH (or --from DIR to re-threshold a saved blacklist)")
         check_engine(args.engine, args.scheduler)
+        work_dir = args.work_dir or args.out.with_name(f".{args.out.name}.shards")
+        check_work_dir(work_dir, args.out)
         shards = FileShards(args.data, args.shard_size or DEFAULT_SHARD_SIZE, args.text_column, args.user_column,
                             args.doc_id_column, keep=(args.spans_from, args.gold_field))
-        work_dir = args.work_dir or args.out.with_name(f".{args.out.name}.shards")
         blacklist = build_in_shards(
             shards, k=args.k, n=args.ngram, ner=args.ner, spans_from=args.spans_from, gold_field=args.gold_field,
             casefold=args.casefold, profile=args.profile, engine=args.engine, scheduler=args.scheduler,

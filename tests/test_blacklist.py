@@ -3,6 +3,7 @@ import json
 import os
 import re
 from functools import cached_property
+from pathlib import Path
 
 import datasets
 import pytest
@@ -239,6 +240,21 @@ def test_out_refuses_what_is_not_a_blacklist_before_building(tmp_path, capsys, m
         assert "\n" not in error and str(out) in error and why in error and "choose a new or empty directory" in error
     assert (project / "thesis.tex").read_text() == "x" and a_file.read_text() == "keep me" and path.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "notes.txt", "proj"]  # no staging or backup left
+
+
+def test_out_refuses_the_current_directory_and_the_folders_above_it_before_building(tmp_path, capsys, monkeypatch):
+    """`--out .` in an empty folder was a traceback; swapped in whole, the artifact would replace the folder the shell
+    is in. The corpus given does not exist: the refusal comes before it is read."""
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    for out in (".", str(here), "..", "/", "sub/.."):
+        assert main(["blacklist", "--data", "absent.jsonl", "--out", out, "--ner", "none"]) == 2
+        error = capsys.readouterr().err.strip()
+        assert "\n" not in error and f"{Path(out)}: is the current directory or a folder above it" in error, error
+    with pytest.raises(BlacklistError, match="is the current directory"):
+        build_blacklist(corpus(), ner="none", progress=False).save(".")
+    assert list(tmp_path.iterdir()) == [here] and list(here.iterdir()) == []
 
 
 def test_save_marks_its_artifact_replaces_only_its_own_and_takes_an_empty_folder(tmp_path):

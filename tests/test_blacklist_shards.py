@@ -140,6 +140,23 @@ def test_a_foreign_work_folder_is_refused(notes, tmp_path):
     assert (tmp_path / "mine.txt").read_text() == "a user's file"
 
 
+def test_a_work_folder_in_or_around_the_artifact_or_unusable_is_refused_before_the_corpus_is_read(tmp_path, capsys,
+                                                                                                   monkeypatch):
+    """--work-dir equal to --out was refused only by the save, after the whole build, leaving shard files (spans) in
+    the user's folder; a work folder holding --out would be deleted with the artifact in it. The corpus does not exist:
+    each refusal comes before it is read, and nothing is written."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "a-file").write_text("a user's file")
+    for out, work, refusal in (("bl", "bl", "--work-dir bl is --out bl"), ("bl", "bl/w", "--work-dir bl/w is inside --out bl"),
+                               ("w/bl", "w", "--work-dir w holds --out w/bl"), ("bl", "gone", "gone: is a symbolic link"),
+                               ("bl", "a-file", "a-file: is a file")):
+        assert main(["blacklist", "--data", "absent.jsonl", "--out", out, "--work-dir", work]) == 2
+        error = capsys.readouterr().err.strip()
+        assert "\n" not in error and refusal in error, error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "gone"]
+
+
 def test_a_work_folder_is_removed_only_if_the_build_made_it(notes, tmp_path):
     made, given = tmp_path / "made", tmp_path / "given"
     given.mkdir()  # an empty folder of the user's

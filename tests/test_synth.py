@@ -346,3 +346,25 @@ def test_realism_sets_how_often_identifiers_take_real_note_forms():
         assert statistics.mean(real_rates[name].values()) > 0.2, name
     with pytest.raises(ValueError, match="realism"):
         generate_corpus(3, realism=1.5)
+
+
+def test_synth_refuses_a_link_as_out_before_writing_anything(tmp_path, monkeypatch, capsys):
+    """A dangling link does not `exist()`: it was refused only once the whole corpus was written."""
+    from ppmlm.cli import main
+    from ppmlm.corpus import engine
+
+    def no_corpus(*args, **kwargs):
+        raise AssertionError("--out is checked before the corpus is written")
+
+    monkeypatch.setattr(engine, "write_jsonl", no_corpus)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kept.jsonl").write_text("a user's own notes\n")
+    (tmp_path / "dangling.jsonl").symlink_to(tmp_path / "gone" / "notes.jsonl")
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "kept.jsonl")
+    for out in ("dangling.jsonl", "link.jsonl"):
+        assert main(["synth", "--users", "2", "--out", out]) == 2
+        error = capsys.readouterr().err.strip()
+        assert error == f"ppmlm synth: error: --out {out}: is a symbolic link; ppmlm synth never writes through one, " \
+                        "choose another path"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling.jsonl", "kept.jsonl", "link.jsonl"]
+    assert (tmp_path / "kept.jsonl").read_text() == "a user's own notes\n"

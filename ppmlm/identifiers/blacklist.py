@@ -235,12 +235,16 @@ class Blacklist:
 
 
 def check_output_dir(directory) -> Path:
-    """Refuses a path `Blacklist.save` must not replace: a file, a link, or a folder holding anything but our
-    artifact. Called by `ppmlm blacklist` before the build, so a refusal comes before minutes of NER."""
+    """Refuses a path `Blacklist.save` must not replace: a file, a link, the current directory or a folder above it,
+    or a folder holding anything but our artifact. Called by `ppmlm blacklist` before the build, so a refusal comes
+    before minutes of NER."""
     directory = Path(directory)
     advice = "choose a new or empty directory for the blacklist (ppmlm never replaces what it did not write)"
     if directory.is_symlink():
         raise BlacklistError(f"{directory}: is a symbolic link; give the directory itself, or {advice}")
+    here = Path.cwd().resolve()
+    if directory.resolve() in (here, *here.parents):  # swapped in whole, it would pull the folder from under the shell
+        raise BlacklistError(f"{directory}: is the current directory or a folder above it; {advice}")
     if directory.exists() and not directory.is_dir():
         raise BlacklistError(f"{directory}: is a file, not a blacklist directory; {advice}")
     if directory.is_dir():
@@ -265,12 +269,15 @@ def _is_artifact(names: Iterable[str]) -> bool:
 
 
 def _backup_of(directory: Path) -> Path:
+    directory = Path(os.path.abspath(directory))  # "." and ".." have a name once absolute
     return directory.with_name(f".{directory.name}.replaced")
 
 
 def _restore_interrupted_save(directory: Path) -> None:
     """Finishes a save killed between its two renames (see `Blacklist.save`): the backup is put back when the
     name is empty, and removed when the new artifact made it in."""
+    if not Path(os.path.abspath(directory)).name:
+        return  # the root, which no save replaces
     backup = _backup_of(directory)
     if not backup.is_dir() or backup.is_symlink() or not _is_artifact(p.name for p in backup.iterdir()):
         return

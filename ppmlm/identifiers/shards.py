@@ -164,6 +164,8 @@ def build_in_shards(
     if k < 1 or n < 1:
         raise ValueError("k and n must be at least 1")
     check_engine(engine, scheduler)
+    if work_dir is not None:
+        _check_work_folder(Path(work_dir))  # before the corpus is read; `check_work_dir` checks it against --out too
     settings = Settings(n, ner, spans_from, gold_field or None, casefold, profile, batch_size, ner_rules_digest(ner))
     plan, fingerprint = _check_and_fingerprint(source, settings)
     if not plan:
@@ -242,10 +244,32 @@ def remove_work_dir(work_dir: Path) -> None:
     marker.unlink()
 
 
-def _open_work_dir(work_dir: Path) -> None:
-    marker = work_dir / WORK_MARKER
-    if work_dir.exists() and any(work_dir.iterdir()) and not marker.is_file():
+def check_work_dir(work_dir: Path, out: Path) -> None:
+    """Refuses, before the corpus is read, a work folder the build cannot use (`_check_work_folder`) or one that is the
+    artifact's folder, inside it or holding it: the save would find shard results (spans: sensitive) in its folder
+    and refuse it only after the whole build, leaving them there."""
+    _check_work_folder(work_dir)
+    work, target = Path(work_dir).resolve(), Path(out).resolve()
+    if work == target or work in target.parents or target in work.parents:
+        relation = "is" if work == target else "holds" if work in target.parents else "is inside"
+        raise BlacklistError(f"--work-dir {work_dir} {relation} --out {out}: shard results must stay out of the "
+                             "artifact's folder; choose a work folder beside it (the default is .OUT.shards)")
+
+
+def _check_work_folder(work_dir: Path) -> None:
+    """A new path, an empty folder or a work folder of ours; not a link (a dangling one included), a file or a
+    folder of other files."""
+    if work_dir.is_symlink():
+        raise BlacklistError(f"{work_dir}: is a symbolic link; give the folder itself or a new path as --work-dir")
+    if work_dir.exists() and not work_dir.is_dir():
+        raise BlacklistError(f"{work_dir}: is a file; choose another --work-dir")
+    if work_dir.exists() and any(work_dir.iterdir()) and not (work_dir / WORK_MARKER).is_file():
         raise BlacklistError(f"{work_dir}: exists and is not a blacklist work folder; choose another --work-dir")
+
+
+def _open_work_dir(work_dir: Path) -> None:
+    _check_work_folder(work_dir)
+    marker = work_dir / WORK_MARKER
     if not marker.is_file():
         marker_text = ADOPTED if work_dir.exists() else ""
         work_dir.mkdir(parents=True, exist_ok=True)
