@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import datasets
@@ -261,6 +262,37 @@ def test_the_command_on_a_local_two_worker_dask_cluster(notes, tmp_path):
     same_artifact(Blacklist.load(out), build_blacklist(notes, ner="none", spans_from="phi", progress=False))
     assert not (tmp_path / ".blacklist.shards").exists()  # shard results (spans: sensitive) removed once saved
     assert not _running_in_group(process.pid)  # no scheduler or worker left running
+
+
+def test_worker_processes_die_with_a_killed_build(tmp_path):
+    """SIGKILL runs no clean-up: the build's two NER workers (some 400 MiB each) ran on. Killed mid-build, once a
+    worker saved a shard, the command leaves no process behind; the test kills the group if it does."""
+    records = generate_synthetic("clinical", 16, seed=3)
+    path = tmp_path / "notes.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    command = [sys.executable, "-m", "ppmlm", "blacklist", "--data", str(path), "--out", str(tmp_path / "bl"),
+               "--shard-size", "5", "--n-process", "2"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    try:
+        deadline = time.monotonic() + CLUSTER_TIMEOUT
+        while not list((tmp_path / ".bl.shards").glob("counts-*")) and process.poll() is None:
+            assert time.monotonic() < deadline, "no shard saved in time"
+            time.sleep(0.2)
+        assert process.poll() is None, "the build ended before it could be killed: give it more notes"
+        workers = [pid for pid in _running_in_group(process.pid) if pid != process.pid]
+        assert len(workers) >= 2  # two workers (and multiprocessing's resource tracker)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=60)
+        deadline = time.monotonic() + 15
+        while _running_in_group(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _running_in_group(process.pid)
+    finally:
+        if _running_in_group(process.pid):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def _running_in_group(group: int) -> list[int]:

@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
 import re
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -41,6 +39,7 @@ from spacy.util import filter_spans
 from ppmlm.errors import PPMLMError
 from ppmlm.identifiers.labels import HOSPITAL, LOCATION, NAME, PHI_LABELS
 from ppmlm.identifiers.profiles import DEFAULT_PROFILE, PROFILES
+from ppmlm.processes import worker_pool
 from ppmlm.resources import ner_model_folder
 
 DEFAULT_MODEL_DIR = ner_model_folder("clinical_en")  # ner_models/clinical_en in the repository
@@ -174,10 +173,9 @@ class SpacyNER:
     def _spans_in_workers(self, texts: Iterable[str], batch_size: int, n_process: int) -> Iterator[list[Span]]:
         """The spans of `spans`, computed by `n_process` spawned processes that each build this backend from its
         spec and return spans only, in order. spaCy's own `n_process` sends every Doc back to this process and
-        rebuilds it here; the spans are a small fraction of that. Spawned, not forked: the caller may hold
-        torch's threads."""
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(n_process, mp_context=context) as pool:
+        rebuilds it here; the spans are a small fraction of that. Spawned, and ended with this process
+        (`worker_pool`)."""
+        with worker_pool(n_process) as pool:
             pending: deque = deque()
             tasks = _chunks(texts, self.texts_per_task)
             for chunk in tasks:

@@ -22,7 +22,7 @@ import re
 import shutil
 import tempfile
 from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import lru_cache
@@ -51,6 +51,7 @@ from ppmlm.identifiers.blacklist import (
 )
 from ppmlm.identifiers.ner import load_ner, ner_rules_digest
 from ppmlm.identifiers.profiles import DEFAULT_PROFILE
+from ppmlm.processes import worker_pool
 from ppmlm.words import WordSegmenter
 
 ENGINES = ("local", "dask")
@@ -377,11 +378,11 @@ class _InProcess(_Engine):
 
 
 class _ProcessPool(_Engine):
-    """Spawned processes (the caller may hold torch's threads, which fork would copy half-alive)."""
+    """Spawned processes that die with this one (`worker_pool`)."""
 
     def __init__(self, processes: int, folder: Path):
         self.window = 2 * processes
-        self.pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"))
+        self.pool = worker_pool(processes)
         self.folder = folder  # private to this build, removed with the pool (the terms are identifiers)
 
     def submit(self, function, *args):
