@@ -43,6 +43,16 @@ passes against its fine-tuning time per word, as the paper does (50,000 document
 
 It ends with `ner_words_per_s_per_core: X` and `graph_words_per_s: Y` (the `--ner none` build's words/s at
 the most processes).
+
+One long document (`--long-document MB [MB ...]`; the other figures are then skipped): `ppmlm blacklist` with the
+default NER and one process, run as its own process on a corpus of one user's single document of each size (the
+synthetic clinical notes one after the other), wall and CPU seconds (the command and its children) and its peak RSS
+(sampled every 50 ms). The cost must grow with the length, not its square: `long_document_growth` is the CPU seconds
+per MB of the largest document over those of the smallest (1.0: linear, below 1 as the start-up is spread over more
+text; 1.86 from 0.25 to 1 MB when each span rescanned the document). It ends with `long_document_seconds: X`, the
+wall seconds of the largest document.
+
+    python bench/blacklist.py --long-document 0.5 1 2 5
 """
 from __future__ import annotations
 
@@ -52,6 +62,8 @@ import json
 import os
 import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -63,6 +75,7 @@ import spacy  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
 from ppmlm.corpus.clinical import generate_corpus  # noqa: E402
+from ppmlm.corpus.domains import synthetic_records  # noqa: E402
 from ppmlm.corpus.loading import load_corpus, load_run_corpus  # noqa: E402
 from ppmlm.corpus.streaming import FileShards  # noqa: E402
 from ppmlm.identifiers.blacklist import build_blacklist  # noqa: E402
@@ -333,6 +346,60 @@ def train_seconds_per_word(run_dir: str) -> float:
     return statistics.median(e["train_seconds"] for e in epochs) / words
 
 
+def long_document(megabytes: float, folder: str) -> str:
+    """A corpus of one record: synthetic clinical notes of one user after the other, `megabytes` million characters."""
+    size = round(megabytes * 1_000_000)
+    notes, held = [], 0
+    for record in synthetic_records("clinical", size // 5_000 + 1):  # some 10,000 characters a patient: enough
+        notes.append(record["text"])
+        held += len(record["text"]) + 2
+        if held >= size:
+            break
+    path = os.path.join(folder, f"one-document-{megabytes:g}mb.jsonl")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps({"doc_id": "d0", "user_id": "u0", "text": "\n\n".join(notes)[:size]}) + "\n")
+    return path
+
+
+def command_cost(argv: list[str]) -> dict:
+    """Wall and CPU seconds of a command run as a process of its own, and its peak RSS in MiB (sampled every 50 ms)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process, peak = psutil.Process(child.pid), 0.0
+    while child.poll() is None:
+        try:
+            peak = max(peak, process.memory_info().rss / 2**20)
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.05)
+    error = child.stderr.read()
+    child.wait()
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if child.returncode:
+        raise SystemExit(f"{' '.join(argv)} failed: {error.strip().splitlines()[-1:]}")
+    return {"wall": wall, "cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, "mib": peak}
+
+
+def long_documents(sizes: list[float]) -> None:
+    print(f"load average before: {os.getloadavg()}; {len(os.sched_getaffinity(0))} cores shared with other jobs")
+    runs = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for megabytes in sorted(sizes):
+            data = long_document(megabytes, folder)
+            out = os.path.join(folder, f"blacklist-{megabytes:g}")
+            runs[megabytes] = command_cost([sys.executable, "-m", "ppmlm", "blacklist", "--data", data, "--out", out,
+                                            "--n-process", "1"])
+            run = runs[megabytes]
+            print(f"  one document of {megabytes:g} MB: wall {run['wall']:.1f} s, CPU {run['cpu']:.1f} s "
+                  f"({run['cpu'] / megabytes:.1f} s per MB), peak RSS {run['mib']:,.0f} MiB "
+                  f"(load average now {os.getloadavg()[0]:.2f})", flush=True)
+    smallest, largest = min(runs), max(runs)
+    print(f"long_document_growth: {(runs[largest]['cpu'] / largest) / (runs[smallest]['cpu'] / smallest):.2f}")
+    print(f"long_document_seconds: {runs[largest]['wall']:.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--docs", type=int, nargs="+", default=[5000, 50000], help="corpus sizes for the graph pass")
@@ -351,7 +418,12 @@ def main() -> None:
     parser.add_argument("--scale-shard-size", type=int, default=2000,
                         help="notes per shard: below notes / processes, a worker gets nothing to do")
     parser.add_argument("--train-run", help="a finished training run: price the passes against its fine-tuning")
+    parser.add_argument("--long-document", type=float, nargs="+", metavar="MB",
+                        help="sizes of one long document to build a blacklist of: measure that only")
     args = parser.parse_args()
+    if args.long_document:
+        long_documents(args.long_document)
+        return
     if args.scale_data:
         scaling(args)
         return
