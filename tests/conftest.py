@@ -1,13 +1,16 @@
 """Shared fixtures: tokenizers and tiny models built offline, never downloaded."""
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -19,6 +22,11 @@ from accelerate.state import AcceleratorState, GradientState
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Tiny models run several times faster on one thread, and a second thread on a busy two-core machine (CI's, or
+# beside a training) makes every OpenMP barrier wait for a core: a step then takes 10-15x longer. The tests and
+# every process they start (training scripts, accelerate ranks, the wheel's commands) use one thread.
+os.environ["OMP_NUM_THREADS"] = "1"
+torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,6 +37,33 @@ _ROBERTA_TRAINING_TEXT = [
     "Patient reports intermittent headaches since March; neurology referral placed.",
     "Resumed antibiotics for pneumonia; will follow up with cardiology in two weeks.",
 ]
+
+
+TINY_MODEL = ("+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, "
+              "intermediate_size: 64}")
+
+
+@functools.cache
+def small_corpus() -> Path:
+    """Ten synthetic patients, two short notes each, gold spans in `phi` and a `label`: about 40 training chunks
+    of 64 tokens, so that an end-to-end run trains tens of chunks, not hundreds (the embedded default's 10
+    patients give 200). A JSONL file for `data.path=`, written once per test session."""
+    from ppmlm.corpus.clinical import generate_corpus
+    from ppmlm.corpus.engine import write_jsonl
+
+    notes, per_user = [], {}
+    for record in generate_corpus(10, seed=42):
+        per_user[record["user_id"]] = per_user.get(record["user_id"], 0) + 1
+        if per_user[record["user_id"]] > 2:
+            continue
+        cut = record["text"].rfind("\n", 0, 500)
+        cut = cut if cut > 0 else 500
+        phi = [span for span in record["phi"] if span["end"] <= cut]
+        notes.append({**record, "text": record["text"][:cut], "phi": phi})
+    directory = Path(tempfile.mkdtemp(prefix="ppmlm-tests-"))
+    atexit.register(shutil.rmtree, directory, True)
+    write_jsonl(notes, directory / "small_corpus.jsonl")
+    return directory / "small_corpus.jsonl"
 
 
 @pytest.fixture(scope="session")
@@ -222,6 +257,78 @@ def _processes_with(marker: str) -> dict[int, str]:
     return found
 
 
+def start_watched(command: list, log: Path, **popen) -> subprocess.Popen:
+    """`command` started in a session of its own with its output (stdout and stderr) going to `log`, and Python's
+    faulthandler on, so that `finish_watched` can show where it hung."""
+    env = dict(popen.pop("env", None) or os.environ, PYTHONFAULTHANDLER="1", PYTHONUNBUFFERED="1")
+    with open(log, "w") as out:
+        process = subprocess.Popen(list(map(str, command)), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   env=env, start_new_session=True, **popen)
+    process.log = Path(log)
+    return process
+
+
+def finish_watched(process: subprocess.Popen, timeout: float) -> str:
+    """The output of `process` once it has exited. Past `timeout` seconds the test fails with every thread's Python
+    stack (SIGABRT makes faulthandler write them into the output; py-spy adds the C++ frames where installed),
+    and the process and whatever it started are killed: a hung subprocess never hangs the suite."""
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        native = native_stacks(process.pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGABRT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=10)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        output = process.log.read_text(errors="replace")
+        pytest.fail(f"{' '.join(process.args)}: no exit within {timeout:.0f} s; its output, stacks last:\n"
+                    f"{output[-8000:]}\n{native}", pytrace=False)
+    with contextlib.suppress(ProcessLookupError):  # a worker it left behind
+        os.killpg(process.pid, signal.SIGKILL)
+    return process.log.read_text(errors="replace")
+
+
+_KILL_IN_EPOCH_2 = textwrap.dedent('''
+    """Runs train.py (argv[1]) with the overrides after it, and SIGKILLs itself at its first optimizer step once the
+    checkpoint of epoch 1 is complete (argv[2]): a kill in the middle of epoch 2 on a fast machine as on a slow one."""
+    import os, runpy, signal, sys
+    from pathlib import Path
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    script, epoch_1 = sys.argv[1], Path(sys.argv[2])
+    sys.argv = [script, *sys.argv[3:]]
+
+    def kill_in_epoch_2(optimizer, args, kwargs):
+        if epoch_1.exists():
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    register_optimizer_step_pre_hook(kill_in_epoch_2)
+    runpy.run_path(script, run_name="__main__")
+''')
+
+
+def train_killed_in_epoch_2(run_dir: Path, overrides: list, timeout: float = 600) -> None:
+    """`python train.py *overrides` (output_dir=`run_dir`) killed by SIGKILL at its first step of epoch 2."""
+    script = run_dir.parent / "kill_in_epoch_2.py"
+    script.write_text(_KILL_IN_EPOCH_2)
+    epoch_1 = run_dir / "checkpoints" / "epoch-1" / "complete"
+    process = start_watched([sys.executable, script, ROOT / "train.py", epoch_1, *overrides, f"output_dir={run_dir}"],
+                            Path(f"{run_dir}.killed.log"), cwd=ROOT)
+    output = finish_watched(process, timeout)
+    assert process.returncode == -signal.SIGKILL, f"exit {process.returncode}, not killed in epoch 2:\n{output[-4000:]}"
+    assert epoch_1.exists() and not (run_dir / "checkpoints" / "epoch-2").exists()
+
+
+def run_watched(command: list, log: Path, timeout: float, **popen) -> subprocess.CompletedProcess:
+    """`command` run to its end under `finish_watched`: its exit status and output."""
+    process = start_watched(command, log, **popen)
+    output = finish_watched(process, timeout)
+    return subprocess.CompletedProcess(process.args, process.returncode, output)
+
+
 @pytest.fixture
 def two_ranks(tmp_path):
     """Launches a script on 2 CPU processes; a hang fails the test within 3 minutes with every rank's stack."""
@@ -237,14 +344,21 @@ def fresh_accelerator_state():
     GradientState._reset_state()
 
 
-@pytest.fixture(scope="module")
-def single_thread():
-    """Tiny models on a shared two-core machine run several times faster on one thread (modules that train
-    or score tiny models use it: `pytestmark = pytest.mark.usefixtures("single_thread")`)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+FLOAT32_EPS = torch.finfo(torch.float32).eps
+
+
+def assert_float32_close(got: torch.Tensor, want: torch.Tensor, magnitude, floor: float, what: str = "") -> None:
+    """`got` and `want` compute one float32 value by other kernels or in another order (Opacus's einsum against
+    autograd, packed against padded rows, another processor's kernels), so they differ by rounding: a few thousand
+    epsilons of `magnitude`, the sum of the absolute values of the terms behind each entry (a tensor, or one
+    number), and, where those terms themselves cancel to about 0, a few epsilons of `floor`, the largest magnitude
+    upstream (a gradient that is 0 up to rounding carries the rounding of the activations it came through). A real
+    fault is off by whole units of the magnitude."""
+    tolerance = 4096 * FLOAT32_EPS * torch.as_tensor(magnitude, dtype=torch.float64) + 64 * FLOAT32_EPS * floor
+    error = (got.double() - want.double()).abs()
+    worst = int((error / tolerance).argmax())
+    assert (error <= tolerance).all(), (f"{what}: off by {error.flatten()[worst]:.3g} at entry {worst}, beyond the "
+                                        f"tolerance {torch.broadcast_to(tolerance, error.shape).flatten()[worst]:.3g}")
 
 
 def memorize(model, features: list[dict], tokenizer, steps: int, masking_seed: int, draw_seed: int):
@@ -254,7 +368,7 @@ def memorize(model, features: list[dict], tokenizer, steps: int, masking_seed: i
     from ppmlm.training.objective import MaskedLMLoss
 
     objective = MaskedLMLoss(model)
-    optimizer = torch.optim.AdamW(objective.parameters(), lr=3e-3)
+    optimizer = torch.optim.AdamW(objective.parameters(), lr=3e-3, fused=True)  # one kernel, not a dozen per parameter
     collator = PrivacyMaskingCollator(tokenizer, generator=torch.Generator().manual_seed(masking_seed))
     draw = torch.Generator().manual_seed(draw_seed)
     for _ in range(steps):

@@ -23,7 +23,6 @@ from ppmlm.errors import PPMLMError
 from ppmlm.identifiers.blacklist import build_blacklist
 from ppmlm.sharing.card import _attack_rows
 
-pytestmark = pytest.mark.usefixtures("single_thread")
 ANIMALS = ["walrus", "falcon", "dolphin", "pelican", "giraffe", "otter", "badger", "heron", "lynx", "moose", "panda", "zebra",
            "koala", "llama", "bison", "camel", "eagle", "gecko", "hyena", "iguana", "jaguar", "lemur", "newt", "ocelot",
            "puffin", "quail", "raven", "salmon", "tapir", "urchin"]
@@ -34,6 +33,8 @@ TEMPLATES = ["the patient talked about {} and {} at the visit .", "a nurse wrote
              "family said the {} and the {} matter a lot .", "we discussed {} then {} before discharge ."]
 MEMBERS, NON_MEMBERS, POPULATION = range(0, 12), range(12, 24), range(24, 30)
 FAST = {"progress": False, "bootstrap_resamples": 200, "max_length": 64}
+
+pytestmark = pytest.mark.kernels  # attack figures of a memorizing tiny model: float results of the kernels
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ import datasets
 import numpy as np
 import pytest
 import torch
+from conftest import TINY_MODEL
 from omegaconf import OmegaConf
 from sklearn.metrics import roc_auc_score
 
@@ -37,8 +38,6 @@ from ppmlm.models import weights_digests
 from ppmlm.words import WordSegmenter
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.usefixtures("single_thread")
-TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
 QUIET = {"progress": False}
 
 
@@ -190,6 +189,7 @@ def memorized(setup, variant: str):
     return objective.model
 
 
+@pytest.mark.kernels
 def test_memorizing_model_leaks_identifiers_and_protected_model_does_not(memorization_setup, protected_model, tmp_path):
     setup = memorization_setup
     config = AuditConfig(max_length=64, max_users_per_side=None, max_chunks_per_user=None, **QUIET)
@@ -225,6 +225,7 @@ def protected_model(memorization_setup):
     return memorized(memorization_setup, "ppmlm")
 
 
+@pytest.mark.kernels
 def test_a_leak_the_blacklist_misses_is_found_by_the_independent_audit(memorization_setup, protected_model, tmp_path):
     """Gold spans say that "nurse" names someone in every member note; the blacklist (built without them)
     does not protect it, so the protected model learns and predicts it. Today's score, graded with the
@@ -259,7 +260,7 @@ def test_a_leak_the_blacklist_misses_is_found_by_the_independent_audit(memorizat
 def test_reference_configuration_and_cache(tmp_path):
     from ppmlm.pipeline import compose_config
 
-    base = [TINY, "data.synth_users=6", f"++audit.reference_cache_dir={tmp_path}"]
+    base = [TINY_MODEL, "data.synth_users=6", f"++audit.reference_cache_dir={tmp_path}"]
     cfg = compose_config([*base, "++data.train_users=members", "output_dir=runs/a"])
     reference = reference_config(cfg)
     assert reference.data.train_users == "population" and reference.audit.enabled is False
@@ -288,7 +289,7 @@ def test_a_reference_another_process_is_training_is_waited_for_then_used(tmp_pat
     checkpoint, the second uses it instead of training its own."""
     from ppmlm.pipeline import compose_config, train_reference
 
-    cfg = compose_config([TINY, "data.synth_users=6", f"++audit.reference_cache_dir={tmp_path}",
+    cfg = compose_config([TINY_MODEL, "data.synth_users=6", f"++audit.reference_cache_dir={tmp_path}",
                           "++data.train_users=members", "train.epochs=1"])
     reference = reference_config(cfg)
     final = Path(reference.output_dir) / "checkpoints" / "epoch-1"
@@ -336,7 +337,7 @@ def audited_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("audited_run")
     corpus = tmp / "corpus.jsonl"
     write_jsonl(generate_corpus(10, seed=42), corpus)
-    overrides = [TINY, f"data.path={corpus}", "train.max_length=64", "train.epochs=1", "blacklist.ner=none",
+    overrides = [TINY_MODEL, f"data.path={corpus}", "train.max_length=64", "train.epochs=1", "blacklist.ner=none",
                  "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp / 'cache'}", f"output_dir={tmp / 'run'}", "recipe=mlm",
                  "++audit.enabled=false"]
     run = train(compose_config(overrides))
@@ -349,7 +350,7 @@ def audited_run(tmp_path_factory):
     command = [sys.executable, "-m", "ppmlm.cli", "audit", "--model", str(checkpoint), "--data", str(corpus), "--blacklist",
                str(blacklist), "--reference", str(reference), "--out", str(out), "--epoch", "2"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1"))
+                          env=dict(os.environ, HF_HUB_OFFLINE="1"))
     assert done.returncode == 0, done.stdout + done.stderr
     return SimpleNamespace(tmp=tmp, corpus=corpus, run=run, blacklist=blacklist, out=out, first=first,
                            logs=done.stdout + done.stderr, overrides=overrides)

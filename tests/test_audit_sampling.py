@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import datasets
 import pytest
 import torch
+from conftest import TINY_MODEL
 
 from ppmlm.audit import AuditConfig, run_audit
 from ppmlm.audit.outputs import Pseudonyms, read_jsonl
@@ -20,8 +21,6 @@ from ppmlm.identifiers.blacklist import build_blacklist
 from ppmlm.pipeline import compose_config, train
 from ppmlm.words import WordSegmenter
 
-pytestmark = pytest.mark.usefixtures("single_thread")
-TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
 FAST = {"progress": False, "maskings": 2, "bootstrap_resamples": 0, "identifiers_from": None, "max_length": 64}
 
 
@@ -134,7 +133,7 @@ def test_lent_population_users_are_audited_as_non_members(audit_setup, tmp_path)
 
 
 def _config(tmp_path, *extra):
-    return compose_config([TINY, "data.synth_users=12", "train.max_length=64", "train.epochs=1", "blacklist.ner=none",
+    return compose_config([TINY_MODEL, "data.synth_users=12", "train.max_length=64", "train.epochs=1", "blacklist.ner=none",
                            f"blacklist.cache_dir={tmp_path / 'cache'}", f"++audit.reference_cache_dir={tmp_path / 'references'}",
                            f"output_dir={tmp_path / 'run'}", *extra])
 

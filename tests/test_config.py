@@ -4,6 +4,7 @@ directory, the blacklist cache or the reference cache is written."""
 from dataclasses import FrozenInstanceError
 
 import pytest
+from conftest import TINY_MODEL, small_corpus
 from omegaconf import OmegaConf
 
 from ppmlm.audit.config import AuditConfig, RunAuditConfig
@@ -19,11 +20,9 @@ from ppmlm.sharing.config import ShareConfig
 from ppmlm.training.config import TrainConfig
 from ppmlm.training.dp.config import DPConfig
 
-TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
-
 
 def overrides(tmp_path, *extra):
-    return [TINY, "data.synth_users=10", "train.max_length=64", "train.epochs=1", "blacklist.ner=none",
+    return [TINY_MODEL, f"data.path={small_corpus()}", "train.max_length=64", "train.epochs=1", "blacklist.ner=none",
             f"blacklist.cache_dir={tmp_path / 'cache'}", f"audit.reference_cache_dir={tmp_path / 'references'}",
             f"output_dir={tmp_path / 'run'}", *extra]
 
@@ -110,7 +109,7 @@ def test_a_bad_setting_of_any_section_is_one_line_before_anything_is_written(tmp
 ])
 def test_a_bad_classify_setting_is_one_line_before_anything_is_written(tmp_path, setting, named):
     with pytest.raises(ConfigError) as error:
-        train_from_overrides(["recipe=classify", TINY, f"output_dir={tmp_path / 'run'}", setting])
+        train_from_overrides(["recipe=classify", TINY_MODEL, f"output_dir={tmp_path / 'run'}", setting])
     assert named in str(error.value) and "\n" not in str(error.value)
     assert not any(tmp_path.iterdir())
 

@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ppmlm"
 # Lowest first. A unit is a top-level module or subpackage of ppmlm; it imports from its own row (without a
 # circle) and the rows above it, never from a row below.
 LAYERS = [
-    {"errors", "files", "resources", "words", "section", "models", "rundir"},
+    {"errors", "files", "resources", "words", "section", "models", "rundir", "processes"},
     {"identifiers"},  # corpus generators label their identifiers with identifiers.labels
     {"corpus"},
     {"features"},

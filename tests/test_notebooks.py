@@ -7,7 +7,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-import torch
+from conftest import TINY_MODEL, small_corpus
 from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 
@@ -16,7 +16,6 @@ from ppmlm.pipeline import compose_config, train
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ("identifier_analysis", "privacy_utility", "roc_curves")
-TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
 
 
 def notebook_path(name: str) -> Path:
@@ -43,19 +42,14 @@ def runs(tmp_path_factory):
     """Three audited tiny runs: mlm (1 epoch, population reference), ppmlm (2 epochs, n-grams up to 2, no
     reference) and recipe=dp (1 epoch, DP-SGD)."""
     tmp = tmp_path_factory.mktemp("notebook_runs")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models on a shared two-core machine
-    try:
-        for recipe, extra in (("mlm", []),
-                              ("ppmlm", ["train.epochs=2", "blacklist.n=2", "audit.reference=none"]),
-                              ("dp", ["audit.reference=none"])):
-            train(compose_config([
-                TINY, f"recipe={recipe}", "data.synth_users=10", "train.max_length=64", "train.epochs=1",
-                "blacklist.ner=none", "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp / 'cache'}",
-                "audit.max_users_per_side=3", f"audit.reference_cache_dir={tmp / 'references'}",
-                f"output_dir={tmp / 'runs' / recipe}", *extra]))
-    finally:
-        torch.set_num_threads(threads)
+    for recipe, extra in (("mlm", []),
+                          ("ppmlm", ["train.epochs=2", "blacklist.n=2", "audit.reference=none"]),
+                          ("dp", ["audit.reference=none"])):
+        train(compose_config([
+            TINY_MODEL, f"recipe={recipe}", f"data.path={small_corpus()}", "train.max_length=64", "train.epochs=1",
+            "blacklist.ner=none", "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp / 'cache'}",
+            "audit.max_users_per_side=3", f"audit.reference_cache_dir={tmp / 'references'}",
+            f"output_dir={tmp / 'runs' / recipe}", *extra]))
     return tmp
 
 

@@ -9,12 +9,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import TINY_MODEL
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 300
 # What the build reads; copied so that it never writes build/ or egg-info into the checkout.
 BUILD_INPUTS = ("pyproject.toml", "setup.cfg", "README.md", "ppmlm", "recipes", "ner_models")
-TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
 
 pytestmark = pytest.mark.slow
 
@@ -86,7 +86,7 @@ def test_installed_wheel_synthesizes_blacklists_and_trains_from_another_director
     run(python("-m", "ppmlm", "synth", "--users", "12", "--out", "c.jsonl"), cwd=tmp_path, env=env)
     summary = run(python("-m", "ppmlm", "blacklist", "--data", "c.jsonl", "--out", "bl"), cwd=tmp_path, env=env)
     assert "ner=default" in summary and (tmp_path / "bl").is_dir()
-    run(python("-m", "ppmlm", "train", TINY, "train.max_length=64", "train.batch_size=32", "train.epochs=1",
+    run(python("-m", "ppmlm", "train", TINY_MODEL, "train.max_length=64", "train.batch_size=32", "train.epochs=1",
                "audit.enabled=false", "data.path=c.jsonl", "blacklist.path=bl", f"output_dir={tmp_path / 'run'}"),
         cwd=tmp_path, env=env)
     assert (tmp_path / "run" / "checkpoints" / "epoch-1" / "complete").exists()

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from conftest import TINY_MODEL, small_corpus
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file
 
@@ -26,7 +27,6 @@ from ppmlm.identifiers.blacklist import Blacklist
 from ppmlm.models import weights_digests
 from ppmlm.sharing import PolicyError, SharingPolicy, UnverifiedAuditError, build_model_card, push_run
 
-TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
 LENIENT = SharingPolicy(min_privacy_score=0.0, max_tpr_at_1pct_fpr={  # every checked attack at 1.0; the unchecked stay so
     attack: None if limit is None else 1.0 for attack, limit in SharingPolicy().max_tpr_at_1pct_fpr.items()})
 MODEL_FILES = {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}
@@ -47,15 +47,10 @@ def audited_run(tmp_path_factory):
     AutoModelForMaskedLM.from_config(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
                                                 num_attention_heads=2, intermediate_size=64)).save_pretrained(tmp / "reference")
     tokenizer.save_pretrained(tmp / "reference")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models on a shared two-core machine
-    try:
-        run = train(compose_config([
-            TINY, "data.synth_users=10", "train.max_length=64", "train.epochs=1", "blacklist.ner=none",
-            "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp / 'cache'}", f"audit.reference={tmp / 'reference'}",
-            "audit.max_users_per_side=3", "audit.maskings=4", "++audit.progress=false", f"output_dir={tmp / 'run'}"]))
-    finally:
-        torch.set_num_threads(threads)
+    run = train(compose_config([
+        TINY_MODEL, f"data.path={small_corpus()}", "train.max_length=64", "train.epochs=1", "blacklist.ner=none",
+        "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp / 'cache'}", f"audit.reference={tmp / 'reference'}",
+        "audit.max_users_per_side=3", "audit.maskings=4", "++audit.progress=false", f"output_dir={tmp / 'run'}"]))
     [blacklist] = [p for p in (tmp / "cache").iterdir() if p.is_dir() and not p.name.startswith(".")]
     return SimpleNamespace(tmp=tmp, run=run, blacklist=Blacklist.load(blacklist))
 
@@ -170,10 +165,11 @@ def test_local_export_reloads_and_its_card_carries_the_audit(audited_run, tmp_pa
 
 def words_without_the_corpus(shared, checks, forced: bool) -> set[str]:
     """Words of the card of the same run with every audit figure blanked (numbers 0, strings empty): what the
-    card says whatever the corpus, i.e. the words of its template and of the run's settings."""
+    card says whatever the corpus, i.e. the words of its template, of the run's settings and of the reasons an
+    attack did not run (sentences of the audit's own)."""
     def blank(value):
         if isinstance(value, dict):
-            return {key: blank(item) for key, item in value.items()}
+            return {key: item if key == "attacks_not_run" else blank(item) for key, item in value.items()}
         if isinstance(value, list):
             return [blank(item) for item in value]
         return "" if isinstance(value, str) else value if value is None or isinstance(value, bool) else 0
@@ -183,6 +179,8 @@ def words_without_the_corpus(shared, checks, forced: bool) -> set[str]:
 
 
 def test_no_blacklisted_term_in_any_exported_text_file(audited_run, tmp_path):
+    from transformers import AutoTokenizer
+
     from ppmlm.models import default_model_path
 
     out = tmp_path / "export"
@@ -192,8 +190,9 @@ def test_no_blacklisted_term_in_any_exported_text_file(audited_run, tmp_path):
     # indirect identifiers of the synthetic corpus by chance) or the untrained base model's configuration
     # holds are not leaks either.
     allowed = words_without_the_corpus(plan.shared, plan.checks, plan.forced)
-    for name in ("config.json", "tokenizer_config.json"):
-        allowed |= {word.lower() for word in re.findall(r"\w+", (default_model_path() / name).read_text())}
+    AutoTokenizer.from_pretrained(default_model_path()).save_pretrained(tmp_path / "base")  # as transformers writes it
+    for path in (default_model_path() / "config.json", tmp_path / "base" / "tokenizer_config.json"):
+        allowed |= {word.lower() for word in re.findall(r"\w+", path.read_text())}
     terms = [term for term in audited_run.blacklist.terms if re.search(r"[^\W\d_]", term)]
     assert len(terms) > 50
     # tokenizer.json (and vocab.txt, merges.txt for other tokenizers) lists the whole vocabulary, so it holds

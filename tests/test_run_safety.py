@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import TINY_MODEL, small_corpus
 
 from ppmlm.corpus.domains import synthetic_records
 from ppmlm.errors import ConfigError, CorpusError, PPMLMError, RunInUseError
@@ -18,13 +19,12 @@ from ppmlm.pipeline import compose_config, train
 from ppmlm.rundir import RunDirectory
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
 
 
 def config(tmp_path, *extra):
-    return compose_config([TINY, "data.synth_users=10", "train.max_length=64", "train.epochs=1", "blacklist.ner=none",
-                           "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp_path / 'cache'}", "audit.enabled=false",
-                           f"output_dir={tmp_path / 'run'}", *extra])
+    return compose_config([TINY_MODEL, f"data.path={small_corpus()}", "train.max_length=64", "train.epochs=1",
+                           "blacklist.ner=none", "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp_path / 'cache'}",
+                           "audit.enabled=false", f"output_dir={tmp_path / 'run'}", *extra])
 
 
 def run_files(run_dir: Path) -> dict:
@@ -78,7 +78,7 @@ def test_a_model_path_that_does_not_exist_is_one_error(tmp_path):
 @pytest.mark.parametrize("users, audit", [(1, "false"), (2, "true"), (3, "true")])
 def test_too_few_users_is_an_error_naming_the_minimum(tmp_path, users, audit):
     with pytest.raises(CorpusError, match=r"this run needs at least (2|4):"):
-        train(config(tmp_path, f"data.synth_users={users}", f"audit.enabled={audit}"))
+        train(config(tmp_path, "data.path=null", f"data.synth_users={users}", f"audit.enabled={audit}"))
     assert not (tmp_path / "run").exists()
 
 
@@ -110,7 +110,7 @@ def test_an_output_dir_that_cannot_be_written_is_one_error(tmp_path):
 @pytest.mark.slow
 def test_a_bad_rerun_leaves_a_finished_run_untouched(rerun):
     before = run_files(rerun / "run")
-    for setting in ("masking.mlm_probability=1.5", "recipe=mlm", "train.epochs=2", "data.synth_users=12"):
+    for setting in ("masking.mlm_probability=1.5", "recipe=mlm", "train.epochs=2", "data.path=null"):
         with pytest.raises(PPMLMError):
             train(config(rerun, setting))
     assert run_files(rerun / "run") == before
@@ -213,7 +213,7 @@ def test_a_run_that_fails_while_preparing_leaves_its_folder_as_it_found_it(tmp_p
 @pytest.mark.slow
 def test_every_process_of_a_second_training_is_refused_at_once(tmp_path, two_ranks):
     with claimed_by_another_training(tmp_path / "run") as holder:
-        done = two_ranks.launch(ROOT / "train.py", TINY, "data.synth_users=10", "audit.enabled=false",
+        done = two_ranks.launch(ROOT / "train.py", TINY_MODEL, f"data.path={small_corpus()}", "audit.enabled=false",
                                 f"data.path={unreadable_corpus(tmp_path)}", f"output_dir={tmp_path / 'run'}")
     assert done.returncode not in (0, None), done.report()
     refusals = [line for line in done.output.splitlines()

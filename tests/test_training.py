@@ -1,13 +1,10 @@
 """Training end to end on tiny models: every recipe, resume after a real kill, two processes."""
 import json
-import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from conftest import TINY_MODEL, finish_watched, small_corpus, start_watched, train_killed_in_epoch_2
 from safetensors.torch import load_file
 
 from ppmlm.identifiers.blacklist import Blacklist
@@ -16,11 +13,10 @@ from ppmlm.masking.variants import VARIANTS, protected_view, pseudonymize
 from ppmlm.pipeline import compose_config, train
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = "+model.config={model_type: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64}"
 
 
 def overrides(tmp_path, *extra):
-    return [TINY, "data.synth_users=10", "train.max_length=64", "train.epochs=1", "blacklist.ner=none",
+    return [TINY_MODEL, f"data.path={small_corpus()}", "train.max_length=64", "train.epochs=1", "blacklist.ner=none",
             "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp_path / 'cache'}", "audit.enabled=false", *extra]
 
 
@@ -76,10 +72,15 @@ def test_corpus_by_path(tmp_path):
 
 
 def run_command(tmp_path, run_dir, *extra):
-    args = [sys.executable, str(ROOT / "train.py"), *overrides(tmp_path, "train.epochs=2", "train.batch_size=2",
-                                                            f"output_dir={run_dir}", *extra)]
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    return subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    args = [sys.executable, ROOT / "train.py", *overrides(tmp_path, "train.epochs=2", "train.batch_size=2",
+                                                        f"output_dir={run_dir}", *extra)]
+    return start_watched(args, Path(f"{run_dir}.log"), cwd=ROOT)
+
+
+def finished(process) -> str:
+    output = finish_watched(process, timeout=600)
+    assert process.returncode == 0, output
+    return output
 
 
 def weights(run_dir, epoch=2):
@@ -88,20 +89,9 @@ def weights(run_dir, epoch=2):
 
 @pytest.mark.slow
 def test_killed_run_resumes_to_the_same_weights(tmp_path):
-    reference = run_command(tmp_path, tmp_path / "straight")
-    assert reference.wait(timeout=600) == 0, reference.stdout.read()
-    interrupted = run_command(tmp_path, tmp_path / "killed")
-    marker = tmp_path / "killed" / "checkpoints" / "epoch-1" / "complete"
-    deadline = time.time() + 600
-    while not marker.exists() and interrupted.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    interrupted.send_signal(signal.SIGKILL)  # in the middle of epoch 2
-    interrupted.wait()
-    assert not (tmp_path / "killed" / "checkpoints" / "epoch-2" / "complete").exists(), "the kill came too late"
-    resumed = run_command(tmp_path, tmp_path / "killed")
-    output = resumed.communicate(timeout=600)[0]
-    assert resumed.returncode == 0, output
-    assert "resuming after epoch 1" in output
+    finished(run_command(tmp_path, tmp_path / "straight"))
+    train_killed_in_epoch_2(tmp_path / "killed", overrides(tmp_path, "train.epochs=2", "train.batch_size=2"))
+    assert "resuming after epoch 1" in finished(run_command(tmp_path, tmp_path / "killed"))
     expected, got = weights(tmp_path / "straight"), weights(tmp_path / "killed")
     assert expected.keys() == got.keys()
     differences = {name: (got[name] - expected[name]).abs().max().item() for name in expected}
@@ -110,8 +100,7 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path):
 
 @pytest.mark.slow
 def test_two_processes_split_data_and_keep_identical_weights(tmp_path, two_ranks):
-    single = run_command(tmp_path, tmp_path / "one", "train.epochs=1")
-    assert single.wait(timeout=600) == 0, single.stdout.read()
+    finished(run_command(tmp_path, tmp_path / "one", "train.epochs=1"))
     # with the audit: its reference model trains on 2 processes inside the run, which must keep its group
     output = two_ranks.run(ROOT / "train.py", *overrides(
         tmp_path, "train.batch_size=2", f"output_dir={tmp_path / 'two'}", "audit.enabled=true",
