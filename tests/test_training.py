@@ -1,10 +1,9 @@
 """Training end to end on tiny models: every recipe, resume after a real kill, two processes."""
 import json
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import TINY_MODEL, finish_watched, small_corpus, start_watched, train_killed_in_epoch_2
+from conftest import TINY_MODEL, small_corpus, train_killed_in_epoch_2
 from safetensors.torch import load_file
 
 from ppmlm.identifiers.blacklist import Blacklist
@@ -71,27 +70,20 @@ def test_corpus_by_path(tmp_path):
     assert (train(cfg) / "checkpoints" / "epoch-1" / "complete").exists()
 
 
-def run_command(tmp_path, run_dir, *extra):
-    args = [sys.executable, ROOT / "train.py", *overrides(tmp_path, "train.epochs=2", "train.batch_size=2",
-                                                        f"output_dir={run_dir}", *extra)]
-    return start_watched(args, Path(f"{run_dir}.log"), cwd=ROOT)
-
-
-def finished(process) -> str:
-    output = finish_watched(process, timeout=600)
-    assert process.returncode == 0, output
-    return output
-
-
 def weights(run_dir, epoch=2):
     return load_file(str(Path(run_dir) / "checkpoints" / f"epoch-{epoch}" / "model.safetensors"))
 
 
 @pytest.mark.slow
-def test_killed_run_resumes_to_the_same_weights(tmp_path):
-    finished(run_command(tmp_path, tmp_path / "straight"))
-    train_killed_in_epoch_2(tmp_path / "killed", overrides(tmp_path, "train.epochs=2", "train.batch_size=2"))
-    assert "resuming after epoch 1" in finished(run_command(tmp_path, tmp_path / "killed"))
+def test_killed_run_resumes_to_the_same_weights(tmp_path, capsys):
+    """The run killed at its first step of epoch 2 is a process of its own; the uninterrupted run and the resumed one
+    train here, on the same single thread."""
+    two_epochs = overrides(tmp_path, "train.epochs=2", "train.batch_size=2")
+    train(compose_config([*two_epochs, f"output_dir={tmp_path / 'straight'}"]))
+    train_killed_in_epoch_2(tmp_path / "killed", two_epochs)
+    capsys.readouterr()
+    train(compose_config([*two_epochs, f"output_dir={tmp_path / 'killed'}"]))
+    assert "resuming after epoch 1" in capsys.readouterr().out
     expected, got = weights(tmp_path / "straight"), weights(tmp_path / "killed")
     assert expected.keys() == got.keys()
     differences = {name: (got[name] - expected[name]).abs().max().item() for name in expected}
@@ -100,7 +92,7 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path):
 
 @pytest.mark.slow
 def test_two_processes_split_data_and_keep_identical_weights(tmp_path, two_ranks):
-    finished(run_command(tmp_path, tmp_path / "one", "train.epochs=1"))
+    train(compose_config(overrides(tmp_path, "train.batch_size=2", f"output_dir={tmp_path / 'one'}")))
     # with the audit: its reference model trains on 2 processes inside the run, which must keep its group
     output = two_ranks.run(ROOT / "train.py", *overrides(
         tmp_path, "train.batch_size=2", f"output_dir={tmp_path / 'two'}", "audit.enabled=true",
