@@ -1,0 +1,54 @@
+"""Direct identifiers: named-entity spans per document, labelled with a PHI category.
+
+A backend turns texts into character spans labelled from `PHI_LABELS`. Backends are pluggable through a
+small registry (`register_ner`, `registry.py`), so a Presidio or transformers tagger can replace the default
+without touching the stages that consume spans.
+
+The default backend (`ner_models/clinical_en/`, built by `pipeline.py`) is the offline English spaCy model's
+statistical NER with rule components placed *before* it, so the model keeps their spans and predicts around
+them (it sees them as blocked tokens):
+
+- `regex_ruler.py`: one compiled regex alternation over the text, for formats the statistical model splits
+  or misses (phones, e-mails, URLs, record numbers, ages, numeric dates, street addresses); the same component
+  runs the context patterns (an institution after "transferred from", years in context, signatures);
+- spaCy's `entity_ruler`: token patterns for names after a title and institutions named by a keyword
+  ("St. Mary's Hospital"), in title case and in ALL CAPS, plus a case-insensitive place gazetteer;
+- `place_names.py`: towns built like most US ones ("Allenville", "West Adamburgh");
+- `name_gazetteer.py`: listed first and last names, with the ambiguity rule and whole names.
+
+The model's labels are then mapped to PHI categories (`labels.json`) and its spans filtered for precision
+(`filters.py`): it is unreliable on ALL-CAPS text (it tags "CHF" or "YO M W/ HX" as ORG) and on biomedical
+vocabulary (eponyms, gene and drug names), and its DATE includes durations ("3 years"). Precision matters
+twice here: a span's term joins the corpus-wide blacklist, so one false positive on a common word protects
+every occurrence of that word. `spacy_backend.py` runs a spaCy pipeline over texts of any length, in worker
+processes if asked.
+"""
+from ppmlm.identifiers.ner.filters import EnglishForms, Filters
+from ppmlm.identifiers.ner.model_dir import (
+    DEFAULT_MODEL_DIR,
+    ner_rules_digest,
+    pipeline_config,
+    read_labels,
+    read_lists,
+    read_words,
+)
+from ppmlm.identifiers.ner.name_gazetteer import NameGazetteer
+from ppmlm.identifiers.ner.pipeline import build_rules_pipeline
+from ppmlm.identifiers.ner.place_names import PlaceNames
+from ppmlm.identifiers.ner.regex_ruler import RegexRuler
+from ppmlm.identifiers.ner.registry import (
+    NERBackend,
+    NERError,
+    Span,
+    load_ner,
+    register_ner,
+    register_union,
+    split_spec,
+)
+from ppmlm.identifiers.ner.spacy_backend import SpacyNER, cut_into_pieces
+
+__all__ = [
+    "DEFAULT_MODEL_DIR", "EnglishForms", "Filters", "NERBackend", "NERError", "NameGazetteer", "PlaceNames",
+    "RegexRuler", "Span", "SpacyNER", "build_rules_pipeline", "cut_into_pieces", "load_ner", "ner_rules_digest",
+    "pipeline_config", "read_labels", "read_lists", "read_words", "register_ner", "register_union", "split_spec",
+]

@@ -1,0 +1,50 @@
+"""Facts about a document and its words that several rule components and the filters share."""
+from __future__ import annotations
+
+import re
+from functools import cached_property
+
+import numpy as np
+from spacy.attrs import IS_LOWER, ORTH
+
+INITIAL = re.compile(r"^[A-Z]\.?$")
+WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
+_UPPER = re.compile(r"[A-Z]")
+
+
+class DocContext:
+    """Per-document facts some filters need, computed at most once per document."""
+
+    def __init__(self, doc, text: str):
+        self.doc = doc
+        self.text = text
+
+    @cached_property
+    def lower_case(self) -> bool:
+        """A lower-cased text (under 0.2% capitals; English prose has about 3%): capitalisation is no cue."""
+        return len(_UPPER.findall(self.text)) < 0.002 * len(self.text)
+
+    @cached_property
+    def lower_words(self) -> frozenset[int]:
+        """Words written in lower case somewhere in the text, as string ids: `token.lower in lower_words`."""
+        words = self.doc.to_array([ORTH, IS_LOWER])
+        return frozenset(words[words[:, 1] == 1, 0].tolist())
+
+
+def add_entities(doc, spans) -> list:
+    """`doc.ents` with `spans` added where they overlap no entity already set: an earlier component wins."""
+    if not doc.ents:
+        return list(spans)
+    taken = np.zeros(len(doc) + 1, dtype=bool)
+    for ent in doc.ents:
+        taken[ent.start:ent.end] = True
+    return [*doc.ents, *(span for span in spans if not taken[span.start:span.end].any())]
+
+
+def sentence_start(doc, i: int) -> bool:
+    """Token i starts a sentence, a line or a list item: its capital says nothing."""
+    if i == 0:
+        return True
+    previous = doc[i - 1]
+    breaks = (".", "!", "?", ":", ";", "-", "*", "•", ")")
+    return previous.is_space or previous.text in breaks or "\n" in previous.whitespace_

@@ -1,0 +1,154 @@
+"""Precision filters on the statistical model's spans (and the trimming of rule spans), and English word forms."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ppmlm.identifiers.labels import HOSPITAL, NAME
+from ppmlm.identifiers.ner.doc_facts import DocContext, sentence_start
+from ppmlm.identifiers.ner.model_dir import read_lists
+
+# a letter next to a digit, or a slash: E1a, DR4, U/mL
+_CODE = re.compile(r"[^\W\d_]\d|\d[^\W\d_]|/")
+# a short word with a capital after a lower-case letter and another capital: IgG, HBsAg, GnRH (not McKay)
+_INNER_CAPS = re.compile(
+    r"^(?!Mc|Mac|O'|D'|De|Di|Du|La|Le|Van|Von)(?=\w*[a-z][A-Z])(?=(?:\w*[A-Z]){2})\w{2,7}$"
+)
+
+
+class Filters:
+    """Precision filters for the default pipeline, configured by `filters` in its pipeline.json.
+
+    Each check is there because it removed false positives measured on medical abstracts (which hold no
+    PHI); docs/ner.md gives the false-positive rates and the recall on Presidio's synthetic PHI.
+    """
+
+    def __init__(self, config: dict, model_dir: Path):
+        self.proper_labels = frozenset(config.get("proper_labels", ()))
+        self.caps_window = config.get("caps_window", 0)
+        self.caps_share = config.get("caps_share", 1.0)
+        self.drop_caps_org = config.get("drop_caps_org", False)
+        evidence = config.get("date_evidence")
+        self.date_evidence = re.compile(evidence) if evidence else None
+        self.name_prefixes = frozenset(config.get("name_prefixes", ()))
+        self.hospital_not_before = frozenset(config.get("hospital_not_before", ()))
+        self.eponym_nouns = frozenset(config.get("eponym_nouns", ()))
+        self.common_words = read_lists(model_dir, config.get("common_words", ()))
+        self.english_words = read_lists(model_dir, config.get("english_words", ()))
+        self.names = read_lists(model_dir, config.get("names", ()))
+        self.institution_words = frozenset(config.get("institution_words", ()))
+        self.legal_terms = read_lists(model_dir, config.get("legal_terms", ()))
+        self.statute_words = read_lists(model_dir, config.get("statute_words", ()))
+        self.stoplist = frozenset()
+        if config.get("stoplist"):
+            lines = (model_dir / config["stoplist"]).read_text(encoding="utf-8").splitlines()
+            self.stoplist = frozenset(x.strip().lower() for x in lines if x.strip() and not x.startswith("#"))
+
+    def rule_span(self, ent):
+        """Trim title/relation words and edge punctuation from NAME and HOSPITAL rule spans ("Dr." in
+        "Dr. Smith": its term would otherwise be blacklisted with the name), and drop institution
+        keywords used as adjectives ("mean hospital stay")."""
+        if ent.label_ not in (NAME, HOSPITAL):
+            return ent
+        doc = ent.doc
+        start, end = ent.start, ent.end
+        if ent.label_ == HOSPITAL and end < len(doc) and doc[end].lower_ in self.hospital_not_before:
+            return None
+        while start < end and (doc[start].is_punct or doc[start].lower_ in self.name_prefixes):
+            start += 1
+        while end > start and doc[end - 1].is_punct:
+            end -= 1
+        if start == end:
+            return None
+        return ent if (start, end) == (ent.start, ent.end) else doc[start:end]
+
+    def trusted(self, ent, context: "DocContext") -> bool:
+        """Whether a statistical entity is kept."""
+        label = ent.label_
+        if label == "DATE":
+            evidence = self.date_evidence is None or self.date_evidence.search(ent.text) is not None
+            return evidence and not self._statute_year(ent)
+        if label not in self.proper_labels:
+            return True
+        tokens = [t for t in ent if not t.is_punct]
+        text = ent.text
+        if not tokens or _CODE.search(text) or (len(tokens) == 1 and len(text) <= 2):
+            return False  # E1a, DR4, U/mL, Ab: codes, units and symbols (IDs are the rules' job)
+        if not context.lower_case and (
+            not any(t.text[:1].isupper() for t in tokens) or any(t.is_lower and len(t) > 3 for t in tokens)
+        ):
+            return False  # in cased text names are capitalised: "anesthesia", "messenger RNA" are not
+        if text.isupper():
+            if len(tokens) == 1 or (label == "ORG" and self.drop_caps_org) or self._caps_context(ent):
+                return False  # abbreviations (CHF, ICU, US), and all-capitals text, where the model
+                # cannot tell names from words
+        elif len(tokens) == 1 and _INNER_CAPS.match(text):
+            return False  # IgG, HBsAg, AChR
+        key = text.lower()
+        if key.endswith("'s"):
+            key = key[:-2]
+        if key in self.stoplist:
+            return False
+        if len(tokens) == 1 and self._eponym(ent):
+            return False
+        if len(tokens) == 1 and key in self.common_words and sentence_start(ent.doc, ent.start):
+            return False  # "Brown stool.", "Will follow.": a common word capitalised by its place only
+        words = [t.lower_ for t in tokens if t.is_alpha or "'" in t.text]
+        if any(w in self.statute_words for w in words):
+            return False  # "the Indian Penal Code", "Federal Rules of Civil Procedure": a statute
+        if words and all(w in self.legal_terms or t.is_stop for w, t in zip(words, tokens)):
+            return False  # "the High Court", "the Division Bench": a court title used generically
+        if words and all(w in self.english_words and w not in self.names for w in words) and not any(
+                w in self.institution_words for w in words):
+            return False  # "Bowel", "Progress Note": English words, none a name ("Mercy Hospital" stays)
+        if all(t.lower in context.lower_words for t in tokens if t.is_alpha):
+            return False  # "Traumatic ..." at a sentence start, written "traumatic" elsewhere in the text
+        return True
+
+    def _statute_year(self, ent) -> bool:
+        """"Industrial Disputes Act, 1947": the year that names a statute."""
+        doc = ent.doc
+        i = ent.start - 1
+        if i >= 0 and doc[i].text == ",":
+            i -= 1
+        return i >= 0 and doc[i].lower_ in self.statute_words
+
+    def _caps_context(self, ent) -> bool:
+        doc = ent.doc
+        lo = max(0, ent.start - self.caps_window)
+        hi = min(len(doc), ent.end + self.caps_window)
+        words = [t.text for t in doc[lo:hi] if t.is_alpha and len(t) > 1]
+        return sum(w.isupper() for w in words) >= self.caps_share * len(words)
+
+    def _eponym(self, ent) -> bool:
+        """"Crohn('s) disease", "Doppler ultrasound": a capitalised word before a medical noun."""
+        doc = ent.doc
+        i = ent.end
+        if i < len(doc) and doc[i].lower_ in ("'s", "’s", "-"):
+            i += 1
+        return i < len(doc) and doc[i].lower_ in self.eponym_nouns
+
+
+class EnglishForms:
+    """Whether a word is an inflected form of a known word ("flew", "lives", "employs"): the rules and
+    exceptions of the spaCy pipeline's English lemmatizer tried for every part of speech, as the word's part
+    of speech is unknown here. A word list holds lemmas; names beside verbs in capitals need the forms too."""
+
+    PARTS_OF_SPEECH = ("verb", "noun", "adj", "adv")
+
+    def __init__(self, lemmatizer):
+        lookups = lemmatizer.lookups
+        rules, exceptions, index = (lookups.get_table(name) for name in ("lemma_rules", "lemma_exc", "lemma_index"))
+        self.rules = [tuple(rule) for pos in self.PARTS_OF_SPEECH for rule in rules.get(pos, [])]
+        self.exceptions = {form: lemmas for pos in self.PARTS_OF_SPEECH for form, lemmas in exceptions.get(pos, {}).items()}
+        self.lemmas = frozenset(lemma for pos in self.PARTS_OF_SPEECH if pos != "noun" for lemma in index.get(pos, []))
+
+    def inflects(self, lower: str, words: frozenset[str]) -> bool:
+        if any(lemma in words or lemma in self.lemmas for lemma in self.exceptions.get(lower, ())):
+            return True
+        for suffix, replacement in self.rules:
+            if lower.endswith(suffix) and len(lower) > len(suffix) + 1:
+                lemma = lower[: len(lower) - len(suffix)] + replacement
+                if lemma in words or lemma in self.lemmas:
+                    return True
+        return False

@@ -1,0 +1,60 @@
+"""A model directory laid out like `ner_models/clinical_en`: its pipeline.json at a profile, its word lists, its
+label map, and the digest that ties a cached blacklist to its rule files."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Iterable
+
+from ppmlm.identifiers.labels import PHI_LABELS
+from ppmlm.identifiers.ner.registry import NERError
+from ppmlm.identifiers.profiles import DEFAULT_PROFILE
+from ppmlm.resources import ner_model_folder
+
+DEFAULT_MODEL_DIR = ner_model_folder("clinical_en")  # ner_models/clinical_en in the repository
+
+
+def read_words(path: Path) -> frozenset[str]:
+    """The entries of a word list, lower-cased: one or more per line, whitespace-separated; # starts a
+    comment line."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return frozenset(word.lower() for line in lines if not line.startswith("#") for word in line.split())
+
+
+def read_lists(model_dir: Path, files: Iterable[str] | str) -> frozenset[str]:
+    """The union of word lists of a model directory (one file name or several)."""
+    files = [files] if isinstance(files, str) else files
+    return frozenset().union(*(read_words(Path(model_dir) / name) for name in files))
+
+
+def pipeline_config(model_dir: str | Path = DEFAULT_MODEL_DIR, profile: str = DEFAULT_PROFILE) -> dict:
+    """pipeline.json of a model directory with the profile's settings merged into its components."""
+    config_path = Path(model_dir) / "pipeline.json"
+    if not config_path.is_file():
+        raise NERError(f"NER model directory {model_dir} has no pipeline.json")
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    profiles = config.pop("profiles", {})
+    if profile not in profiles and profile != DEFAULT_PROFILE:
+        raise NERError(f"{config_path} has no profile {profile!r} (it has {', '.join(profiles) or 'none'})")
+    for component, settings in profiles.get(profile, {}).items():
+        config[component] = {**config[component], **settings} if isinstance(settings, dict) else settings
+    return config
+
+
+def read_labels(path: Path) -> dict[str, str | None]:
+    mapping = {k: v for k, v in json.loads(path.read_text(encoding="utf-8")).items() if not k.startswith("_")}
+    bad = {k: v for k, v in mapping.items() if v is not None and v not in PHI_LABELS}
+    if bad:
+        raise NERError(f"{path}: labels map to unknown categories {bad}; use one of {PHI_LABELS} or null")
+    return mapping
+
+
+def ner_rules_digest(ner: str) -> str | None:
+    """A digest of the default backend's rule files: editing a rule must not reuse blacklists built without it."""
+    if ner != "default":
+        return None
+    digest = hashlib.blake2b(digest_size=8)
+    for path in sorted(p for p in DEFAULT_MODEL_DIR.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(DEFAULT_MODEL_DIR).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()

@@ -1,0 +1,72 @@
+"""Town names built like most US ones ("Allenville", "West Adamburgh")."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from spacy.language import Language
+from spacy.util import filter_spans
+
+from ppmlm.identifiers.labels import LOCATION
+from ppmlm.identifiers.ner.doc_facts import DocContext, add_entities
+from ppmlm.identifiers.ner.model_dir import read_lists, read_words
+
+
+class PlaceNames:
+    """LOCATION spans for town names built like most US ones: a person's name and a place suffix
+    ("Jacksonville", "Georgetown", "Allenville", "Kevinton"), or a direction or water word before a name
+    ("West Adamburgh", "Lake Jessica", "South Micheal"). Capitalised or in capitals; in lower case only in
+    lower-case text. Words listed in `common_words` (everyday words that parse this way) never count.
+    """
+
+    def __init__(self, model_dir: Path, config: dict):
+        self.stems = read_lists(model_dir, config["names"])
+        self.common = read_words(model_dir / config["common_words"])
+        suffixes = sorted(config["suffixes"], key=len, reverse=True)
+        self.suffixes = tuple(suffixes)
+        self.prefixes = frozenset(config["prefixes"])
+        self._candidate = re.compile(r"(?i)\b[^\W\d_]{2,}(?:" + "|".join(map(re.escape, suffixes)) + r")\b")
+
+    def _is_place_word(self, word: str) -> bool:
+        lower = word.lower()
+        if lower in self.common or lower in self.stems:
+            return False
+        return any(lower.endswith(suffix) and lower[: -len(suffix)] in self.stems
+                   for suffix in self.suffixes if len(lower) - len(suffix) >= 3)
+
+    def __call__(self, doc):
+        text = doc.text
+        lower_text = None
+        spans = []
+        for match in self._candidate.finditer(text):
+            word = match.group()
+            if word.islower():
+                if lower_text is None:
+                    lower_text = DocContext(doc, text).lower_case
+                if not lower_text:
+                    continue
+            if self._is_place_word(word):
+                span = doc.char_span(match.start(), match.end(), label=LOCATION, span_id="places:suffix")
+                if span is not None:
+                    spans.append(span)
+        spans += self._prefixed(doc)
+        if spans:
+            doc.ents = add_entities(doc, filter_spans(spans))
+        return doc
+
+    def _prefixed(self, doc) -> list:
+        """"West Adamburgh": a prefix, then a name or a place word written the same way."""
+        found = []
+        for token in doc[:-1]:
+            if token.lower_ in self.prefixes and not token.is_lower:
+                following = doc[token.i + 1]
+                same_case = following.is_title if token.is_title else following.is_upper
+                word = following.lower_
+                if same_case and word not in self.common and (word in self.stems or self._is_place_word(word)):
+                    found.append(doc[token.i : token.i + 2])
+        return [doc.char_span(s.start_char, s.end_char, label=LOCATION, span_id="places:prefix") for s in found]
+
+
+@Language.factory("ppmlm_place_names", default_config={"model_dir": "", "config": {}})
+def _make_place_names(nlp: Language, name: str, model_dir: str, config: dict) -> PlaceNames:
+    return PlaceNames(Path(model_dir), config)

