@@ -206,7 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
     synth.add_argument("--domain", choices=SYNTHETIC_DOMAINS, default="clinical",
                        help="clinical notes of patients (default) or legal documents of cases (docs/legal.md)")
     synth.add_argument("--out", type=Path, required=True, help="JSONL file to write")
-    synth.add_argument("--seed", type=int, default=0)
+    synth.add_argument("--seed", type=integer_from(0, "an integer of at least 0 (negative seeds are reserved for the public "
+                                                      "warm start's and the DP tuning corpus's synthetic users)"), default=0)
     synth.set_defaults(run=_synth)
 
     blacklist = commands.add_parser("blacklist", help="find direct and indirect identifiers in a corpus")

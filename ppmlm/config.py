@@ -24,6 +24,7 @@ from omegaconf import OmegaConf
 
 from ppmlm.audit.config import RunAuditConfig, with_domain_templates
 from ppmlm.corpus.config import DataConfig
+from ppmlm.corpus.domains import SYNTHETIC_DOMAINS
 from ppmlm.downstream.config import ClassifyConfig
 from ppmlm.errors import ConfigError
 from ppmlm.identifiers.config import BlacklistConfig
@@ -69,6 +70,10 @@ class RunConfig(Section):
                                    **given)
 
     def check_together(self, prefix: str) -> None:
+        unknown = [domain for domain in self.model.public.synth_domains if domain not in SYNTHETIC_DOMAINS]
+        if unknown:
+            raise ConfigError(f"model.public.synth_domains={self.model.public.synth_domains}: {unknown[0]} is not a "
+                              f"synthetic domain; choose among {', '.join(SYNTHETIC_DOMAINS)}")
         if self.task == "classify" and self.classify is None:
             raise ConfigError("task=classify: the configuration has no classify section (recipe=classify)")
         if self.task != "mlm":

@@ -12,7 +12,8 @@ and the notebooks all go through `RunDirectory`.
     blacklist.json        the blacklist's parameters and counts, never its terms
     metrics.jsonl         one line per logging window and per epoch end, for the steps that count
     checkpoints/epoch-N/  weights and tokenizer; `complete` written last; state/ for the last epoch only;
-                          privacy.json (epsilon and its settings) for a DP run
+                          privacy.json (epsilon and its settings) for a DP run; warm_start.json (what the
+                          public warm start it started from saw: sources, counts, a digest; never text)
     audit/                the per-epoch audit (epoch-N.json, report.html: ppmlm/audit/outputs.py)
 """
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ppmlm.errors import ConfigError, RunInUseError
 from ppmlm.files import COMPLETE, write_atomically
 
 MARKER = ".ppmlm-run"
+WARM_START_RECORD = "warm_start.json"
 LOCK = ".lock"
 # Keys a resumed run may change: where and how it logs, caches and parallelises, and the sharing policy
 # (read at push time). Everything else shapes the weights or the audit of the epochs already written.
@@ -284,6 +286,12 @@ def checkpoint_epsilon(checkpoint) -> dict | None:
     spent = json.loads(path.read_text())
     settings = spent.get("privacy", {})
     return {**spent.get("epsilon", {}), "delta": settings.get("delta"), "unit": settings.get("unit", "chunk")}
+
+
+def checkpoint_warm_start(checkpoint) -> dict | None:
+    """What the public warm start of a checkpoint's run saw (ppmlm/training/warm_start.py), or None without one."""
+    path = Path(checkpoint) / WARM_START_RECORD
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def _shown(value):

@@ -17,6 +17,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer
 from ppmlm.audit.config import AuditConfig
 from ppmlm.audit.policy import SharingPolicy
 from ppmlm.audit.runner import AuditInputs, prepare_audit, run_audit
+from ppmlm.audit.warm_start import warm_start_seen
 from ppmlm.errors import PPMLMError
 from ppmlm.models import weights_digests
 from ppmlm.rundir import OPERATIONAL, RunDirectory, checkpoint_epsilon, flatten_config
@@ -58,7 +59,8 @@ def audit_checkpoint(checkpoint, corpus, split, blacklist, out_dir, epoch: int, 
                      policy: SharingPolicy | None = None, canaries: list | None = None,
                      inputs: AuditInputs | None = None) -> dict:
     """`run_audit` on the model and tokenizer saved in `checkpoint`, recording the sha256 of its weights files and of
-    its run's training settings, and the DP-SGD settings of its privacy.json; `reference` is a checkpoint path or
+    its run's training settings, the DP-SGD settings of its privacy.json and what its public warm start saw (its
+    warm_start.json: sources and counts, signed with the figures for the model card); `reference` is a checkpoint path or
     None, `policy` the sharing policy the report's verdict applies, `canaries` those planted in the corpus (their
     exposure is measured), `inputs` the audit's prepared inputs (None: prepared here)."""
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -70,7 +72,8 @@ def audit_checkpoint(checkpoint, corpus, split, blacklist, out_dir, epoch: int, 
         raise PPMLMError(f"reference {reference} has a vocabulary of {reference_model.config.vocab_size} tokens, "
                          f"the audited model {model.config.vocab_size}: they must share the tokenizer")
     return run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch, config, reference_model, epsilon, weights,
-                     policy, canaries, inputs, dp_settings=dp_settings(checkpoint), settings=run_settings_digest(checkpoint))
+                     policy, canaries, inputs, dp_settings=dp_settings(checkpoint), settings=run_settings_digest(checkpoint),
+                     warm_start=warm_start_seen(checkpoint))
 
 
 class TrainingAudits:

@@ -19,6 +19,7 @@ from ppmlm.audit.inversion import inversion_summary
 from ppmlm.audit.outputs import read_epochs, read_jsonl, scores_paths, write_atomically
 from ppmlm.audit.policy import SharingPolicy, outcome
 from ppmlm.audit.roc import roc_curve
+from ppmlm.audit.warm_start import warm_start_summary
 
 ATTACK_NAMES = {
     "loss": "Loss (Yeom; Jagannatha)",
@@ -131,6 +132,8 @@ def _summary_table(figures: dict) -> str:
         unit, delta = dp.pop("unit", "chunk"), dp.pop("delta", None)
         head.append((f"Differential privacy (unit: {unit})", ", ".join(f"ε {k} {v:.4g}" for k, v in dp.items())
                      + f" at δ {delta}, per training {unit}"))
+    if "warm_start" in figures:  # audits from before it did not record it
+        head.append(("Public warm start", warm_start_summary(figures["warm_start"])))
     rows = "".join(f"<tr><td class=name>{_text(name)}</td><td>{_text(value)}</td></tr>" for name, value in head)
     levels = list(figures["config"]["fpr_levels"])
     header = "".join(f"<th>TPR at FPR {level:.1%}</th>" for level in levels)

@@ -104,7 +104,7 @@ def prepare_audit(tokenizer, corpus, split, blacklist, config: AuditConfig = Aud
 def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, config: AuditConfig = AuditConfig(),
               reference=None, epsilon: dict | None = None, weights: dict[str, str] | None = None,
               policy: SharingPolicy | None = None, canaries: list | None = None, inputs: AuditInputs | None = None,
-              dp_settings: dict | None = None, settings: str | None = None) -> dict:
+              dp_settings: dict | None = None, settings: str | None = None, warm_start: dict | None = None) -> dict:
     """Audit `model` (a loaded masked LM) for members (`split.members`) against audit non-members
     (`split.audit_non_members`) of `corpus`; `blacklist` holds the training identifiers, `reference` a
     loaded masked LM for the likelihood-ratio attack (None: that attack is skipped), `epsilon` the DP
@@ -112,6 +112,7 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
     checkpoint's privacy.json; both signed with the figures, for the model card), `weights` the sha256 of the files `model`
     was loaded from (`weights_digests`; None: unknown, and `ppmlm push` will not share on this audit), `settings` the
     sha256 of the training settings of the run the model comes from (`settings_digest`; None: outside a run),
+    `warm_start` what the public warm start the model started from saw (sources and counts; None: none),
     `policy` the sharing policy whose verdict opens the report (None: the defaults), `canaries` those planted
     in the members' notes (ppmlm.corpus.canaries; None: no exposure measured), `inputs` those `prepare_audit`
     made for this corpus, split, blacklist, tokenizer and config (None: prepared here).
@@ -180,6 +181,7 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
         "canaries": exposure_figures(model, tokenizer, canaries, config.batch_size),
         "dp": epsilon,
         "dp_settings": dp_settings,
+        "warm_start": warm_start,
         "config": {**asdict(config), "fpr_levels": list(config.fpr_levels)},
         "measured": {"weights": weights, "blacklist": blacklist.digest(), "split": split.digest(),  # sha256, checked by push
                      "settings": settings},

@@ -15,6 +15,7 @@ from ppmlm.audit.attacks import SAMPLE_ATTACKS, USER_ATTACKS, tpr_text, with_int
 from ppmlm.audit.exposure import exposure_summary
 from ppmlm.audit.inversion import inversion_summary
 from ppmlm.audit.policy import Check, outcome
+from ppmlm.audit.warm_start import warm_start_summary
 from ppmlm.masking.variants import get_variant
 from ppmlm.models import default_model_path
 from ppmlm.sharing.checkpoint import RunCheckpoint
@@ -219,6 +220,7 @@ def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | 
         "| | |", "|---|---|",
         f"| recipe | `{recipe}`: {protects} |",
         f"| base model | {base_description} |",
+        *([f"| public warm start | {warm_start_summary(figures['warm_start'])} |"] if "warm_start" in figures else []),
         f"| training users | {shared.training_users if shared.training_users is not None else 'n/a'} "
         f"(documents cut into chunks of at most {config['train']['max_length']} tokens) |",
         f"| blacklist | k = {blacklist['k']} (a term used by fewer than {blacklist['k']} training users is an indirect "

@@ -30,13 +30,14 @@ from ppmlm.identifiers.blacklist import corpus_fingerprint
 from ppmlm.masking.collator import PrivacyMaskingCollator
 from ppmlm.masking.variants import get_variant
 from ppmlm.models import default_model_path
-from ppmlm.rundir import RunDirectory, flatten_config
+from ppmlm.rundir import WARM_START_RECORD, RunDirectory, flatten_config
 from ppmlm.training.data import prepare
 from ppmlm.training.distributed import end_processes
 from ppmlm.training.dp.trainer import PrivateTrainer
 from ppmlm.training.objective import MaskedLMLoss
 from ppmlm.training.optimizer import adamw
 from ppmlm.training.packing import PackedRows, PackingCollator, position_offset
+from ppmlm.training.warm_start import public_warm_start
 
 
 class TrainingCallback(Protocol):
@@ -94,7 +95,7 @@ def train(cfg, callbacks: Sequence[TrainingCallback] = ()) -> Path:
 
     for callback in callbacks:
         callback.on_train_begin(run, data, accelerator)
-    model = load_model(cfg.model, tokenizer)
+    model, warm_start = public_warm_start(cfg, load_model(cfg.model, tokenizer), tokenizer, data.corpus, accelerator)
     collator = PrivacyMaskingCollator(tokenizer, mlm_probability=cfg.masking.mlm_probability, generator=torch.Generator())
     if cfg.train.dp.enabled:
         trainer = PrivateTrainer(cfg.train, cfg.seed, model, data.features, collator, accelerator)
@@ -135,7 +136,7 @@ def train(cfg, callbacks: Sequence[TrainingCallback] = ()) -> Path:
         bar.close()
         train_seconds = round(time.perf_counter() - epoch_start, 3)  # steps only: no checkpoint, no audit
         report = trainer.epoch_report()
-        checkpoint = save_checkpoint(accelerator, trainer, tokenizer, run, epoch + 1, report)
+        checkpoint = save_checkpoint(accelerator, trainer, tokenizer, run, epoch + 1, report, warm_start)
         metrics.write({"event": "epoch_end", "epoch": epoch + 1, "checkpoint": str(checkpoint.relative_to(run.path)),
                        "steps": steps, "train_seconds": train_seconds, "processes": accelerator.num_processes,
                        "precision": trainer.precision,
@@ -170,11 +171,12 @@ def load_model(model_cfg, tokenizer):
 
 
 def save_checkpoint(accelerator, trainer, tokenizer, run: RunDirectory, epoch: int, privacy: dict | None = None,
-                    keep_states: int = 1) -> Path:
+                    warm_start: dict | None = None, keep_states: int = 1) -> Path:
     """Hugging Face weights and tokenizer for every epoch; optimizer, scheduler and RNG state for the last.
 
-    A DP run also writes `privacy.json` (epsilon and its settings) beside the weights, so that anyone
-    auditing or sharing that checkpoint alone has them.
+    A DP run also writes `privacy.json` (epsilon and its settings) beside the weights, and a run started from a
+    public warm start `warm_start.json` (what it saw), so that anyone auditing or sharing that checkpoint alone has
+    them.
     """
     directory = run.checkpoint(epoch)
     accelerator.wait_for_everyone()
@@ -184,6 +186,8 @@ def save_checkpoint(accelerator, trainer, tokenizer, run: RunDirectory, epoch: i
         tokenizer.save_pretrained(directory)
         if privacy:
             (directory / "privacy.json").write_text(json.dumps(privacy, indent=1))
+        if warm_start:
+            (directory / WARM_START_RECORD).write_text(json.dumps(warm_start, indent=1))
         run.mark_complete(epoch)
         states = sorted((p for p in run.checkpoints.glob("epoch-*/state")), key=lambda p: int(p.parent.name.split("-")[1]))
         for old in states[:-keep_states]:
