@@ -1,28 +1,37 @@
-"""Utility of patient-level DP against chunk-level DP at the same target ε, on public text grouped into pseudo-users.
+"""Utility of patient-level DP against the same recipe without DP, on a realistic synthetic corpus and on public text
+grouped into pseudo-users, over several seeds.
 
-The Medical Abstracts corpus (../shared/data/medical_abstracts, Schopf et al. 2023) has no authors or patients,
-so its abstracts are grouped into pseudo-users: within each condition class, a seeded shuffle of the abstracts
-is cut into users of 1 to 2 x `--notes-per-user` - 1 abstracts (sizes drawn uniformly: `--notes-per-user` on
-average), so users have uneven numbers of documents on one topic, as patients have notes. Grouping by class alone
-would give 5 users, too few for user-level DP to learn anything.
+Corpora (`--corpora`):
 
-Three runs of `train.py` on each corpus (the abstracts, and the embedded default of `python train.py`), same seed,
-model and epochs, PPMLM masking:
+- `synth`: `ppmlm synth --users 320` (the realistic synthetic clinical corpus, seed 0), 192 training users;
+- `abstracts`: the Medical Abstracts corpus (../shared/data/medical_abstracts, Schopf et al. 2023) has no authors or
+  patients, so its abstracts are grouped into pseudo-users: `--documents` abstracts drawn with seed 42, and within
+  each condition class a seeded shuffle cut into users of 1 to 2 x `--notes-per-user` - 1 abstracts (sizes drawn
+  uniformly: `--notes-per-user` on average), so users have uneven numbers of documents on one topic, as patients
+  have notes. The public warm start, which reads the same file, leaves these abstracts out (they are documents of
+  the run's corpus), so it never saw the members or non-members;
+- `embedded`: the embedded default of `python train.py` (24 patients, 14 trained on).
 
-- `ppmlm`: no DP (the utility to lose);
-- `ppmlm+dp chunk`: DP-SGD whose unit is a chunk (`train.dp.enabled=true`), ε = target per chunk;
-- `ppmlm+dp user`: `recipe=dp-user`, whose unit is a pseudo-user: ε = target for all of a user's documents.
+Runs of `train.py` on each corpus and seed (`--seeds`; the seed splits the users and draws masks, batches and
+noise), same model and epochs, PPMLM masking, all from the public warm start (model.warm_start=public):
 
-Each run is audited after every epoch without a reference model (`audit.reference=none`); the table reads the last:
-utility is the audit's masked whole-word accuracy on the held-out (non-member) users. The chunk-level run also reports the
-group bound its ε gives the user with most chunks, which is what chunk-level DP promises a patient.
+- `ppmlm`: no DP, the recipe's own batch and learning rate (the utility to keep);
+- `ppmlm + DP user ε=E` for each `--epsilons` E: `recipe=dp-user` (its defaults: docs/dp.md), ε = E for all of a
+  user's documents;
+- with `--chunk-level`, `ppmlm + DP chunk ε=8`: `recipe=dp masking.variant=ppmlm`, ε per chunk, and the group bound
+  it gives the user with most chunks.
 
-    python bench/dp_utility.py [--corpora embedded abstracts] [--documents 600] [--notes-per-user 6] [--epochs 2]
-                               [--seed 42] [--set KEY=VALUE ...]
+Each run is audited after every epoch without a reference model (`audit.reference=none`); the tables read the last
+epoch: utility is the audit's masked whole-word accuracy on the held-out (non-member) users, with its bootstrap
+interval over users. The warm start alone is audited on the same split (no private training: what DP has to keep).
+Over seeds: the mean and a 95% t-interval (n - 1 degrees of freedom) of each run's utility and of the ratio DP /
+no DP per seed.
+
+    python bench/dp_utility.py [--corpora synth abstracts] [--seeds 42 43 44] [--epsilons 8 3] [--epochs 2]
+                               [--synth-users 320] [--documents 600] [--notes-per-user 6] [--chunk-level] [--set KEY=VALUE ...]
 
 Runs live under --work (default runs/dp-utility/); a finished run is reused. The last line is
-`dp_user_utility_ratio: X` (user-level utility / chunk-level utility at the same target ε, on the last corpus whose
-chunk-level utility is above 0).
+`dp_utility_ratio: X`: user-level DP at the first ε over no DP, the mean over seeds, on the corpus where it is lowest.
 """
 from __future__ import annotations
 
@@ -30,22 +39,21 @@ import argparse
 import csv
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+from omegaconf import OmegaConf
+from scipy import stats
 
 from ppmlm.pipeline import compose_config
-from ppmlm.rundir import RunDirectory
+from ppmlm.rundir import RunDirectory, checkpoint_warm_start
 
 ROOT = Path(__file__).resolve().parents[1]
 ABSTRACTS = ROOT.parent / "shared" / "data" / "medical_abstracts" / "medical_tc_test.csv"
-RUNS = {
-    "ppmlm": ["recipe=ppmlm"],
-    "ppmlm+dp chunk": ["recipe=ppmlm", "train.dp.enabled=true"],
-    "ppmlm+dp user": ["recipe=dp-user"],
-}
+WARM = ["model.warm_start=public"]
 
 
 def pseudo_user_corpus(source: Path, out: Path, documents: int, notes_per_user: int, seed: int) -> dict:
@@ -73,6 +81,15 @@ def pseudo_user_corpus(source: Path, out: Path, documents: int, notes_per_user: 
     return {"documents": len(records), "users": len(sizes), "documents_per_user": [min(sizes), float(np.mean(sizes)), max(sizes)]}
 
 
+def synth_corpus(out: Path, users: int) -> Path:
+    """`ppmlm synth --users N` as a user runs it (seed 0), written once."""
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "ppmlm", "synth", "--users", str(users), "--out", str(out)], cwd=ROOT,
+                       check=True)
+    return out
+
+
 def train(name: str, overrides: list[str], directory: Path, epochs: int) -> None:
     if RunDirectory(directory).audit_of(epochs).exists():
         print(f"{name}: done already ({directory})", flush=True)
@@ -88,7 +105,7 @@ def train(name: str, overrides: list[str], directory: Path, epochs: int) -> None
 
 
 def figures(directory: Path) -> dict:
-    """Utility, the loss attack and ε with its unit, from the run's last epoch."""
+    """Utility (with its interval), the loss attack and ε with its unit, from the run's last epoch."""
     run = RunDirectory(directory)
     epoch = run.complete_epochs()[-1]
     audit = json.loads(run.audit_of(epoch).read_text())
@@ -96,73 +113,149 @@ def figures(directory: Path) -> dict:
     end = ends[-1]
     privacy = end.get("privacy") or {}
     return {"epoch": epoch, "utility": audit["utility"]["masked_word_accuracy"],
+            "utility_ci": audit["utility"].get("masked_word_accuracy_ci"),
             "member_utility": audit["utility"].get("member_masked_word_accuracy"),
             "loss_auc": ((audit["attacks"].get("loss") or {}).get("user") or {}).get("auc"),
             "epsilon": end.get("epsilon"), "unit": privacy.get("unit"), "group": privacy.get("group"),
             "noise_multiplier": privacy.get("noise_multiplier"), "sample_rate": privacy.get("sample_rate"),
-            "steps": privacy.get("steps"), "train_seconds": sum(e["train_seconds"] for e in ends)}
+            "max_grad_norm": privacy.get("max_grad_norm"), "expected_batch": privacy.get("expected_batch_size"),
+            "steps": privacy.get("steps") or sum(e["steps"] for e in ends),
+            "train_seconds": sum(e["train_seconds"] for e in ends)}
+
+
+def warm_start_utility(directory: Path) -> float | None:
+    """The audit's utility of the public warm start the run started from, alone (no private training), on the run's
+    split, blacklist and audit settings: what the private training starts from. Written beside the run."""
+    from transformers import AutoTokenizer
+
+    from ppmlm.audit.checkpoint import audit_checkpoint
+    from ppmlm.audit.command import training_blacklist
+    from ppmlm.config import RunConfig
+    from ppmlm.corpus.loading import load_run_corpus
+    from ppmlm.corpus.split import UserSplit
+    from ppmlm.identifiers.blacklist import Blacklist
+
+    run = RunDirectory(directory)
+    out = directory.with_name(f"{directory.name}.warm-start-audit")
+    if (out / "epoch-0.json").exists():
+        return json.loads((out / "epoch-0.json").read_text())["utility"]["masked_word_accuracy"]
+    record = checkpoint_warm_start(run.checkpoint(run.complete_epochs()[-1]))
+    if record is None:
+        return None
+    config = OmegaConf.load(run.config)
+    cfg = RunConfig.from_config(config)
+    entry = Path(cfg.model.public.cache_dir) / record["key"]
+    if not entry.is_absolute():
+        entry = ROOT / entry
+    corpus, split = load_run_corpus(cfg.data, cfg.seed), UserSplit.load(run.split)
+    blacklist = Blacklist.load(training_blacklist(config, corpus, split, AutoTokenizer.from_pretrained(str(entry))))
+    return audit_checkpoint(entry, corpus, split, blacklist, out, 0, cfg.audit.settings)["utility"]["masked_word_accuracy"]
 
 
 def number(value, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-def table(results: dict) -> list[str]:
-    rows = ["| run | unit of ε | ε RDP / PRV (δ 1e-5) | that ε read for the user with most chunks (group bound) | σ | q "
-            "| steps | utility (non-members) | members | loss MIA user AUC | train s |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for name, f in results.items():
-        eps, group = f["epsilon"], f["group"]
-        group_text = (f"{group['chunks']} chunks: " + " / ".join(
-            f"{group[accountant]['epsilon']:.1f}" + (" (δ ≥ 1: vacuous)" if group[accountant]["vacuous"] else "")
-            for accountant in ("rdp", "prv") if accountant in group) if group else "-")
-        rows.append(f"| {name} | {f['unit'] or '-'} | "
-                    f"{(number(eps.get('rdp'), 2) + ' / ' + number(eps.get('prv'), 2)) if eps else '-'} | {group_text} | "
-                    f"{number(f['noise_multiplier'], 3)} | {number(f['sample_rate'], 4)} | {f['steps'] or '-'} | "
-                    f"{number(f['utility'])} | {number(f['member_utility'])} | {number(f['loss_auc'], 2)} "
+def mean_interval(values: list[float]) -> tuple[float, float, float]:
+    """Mean and 95% t-interval over seeds (the interval is the mean itself for one seed)."""
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, mean, mean
+    half = stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / len(values) ** 0.5
+    return mean, mean - half, mean + half
+
+
+def runs_of(args) -> dict[str, list[str]]:
+    runs = {"ppmlm": ["recipe=ppmlm", *WARM]}
+    for epsilon in args.epsilons:
+        runs[f"ppmlm + DP user ε={epsilon:g}"] = ["recipe=dp-user", f"train.dp.target_epsilon={epsilon}", *WARM]
+    if args.chunk_level:
+        runs["ppmlm + DP chunk ε=8"] = ["recipe=dp", "masking.variant=ppmlm", *WARM]
+    return runs
+
+
+def seed_table(results: dict) -> list[str]:
+    rows = ["| run | seed | unit of ε | ε RDP / PRV | σ | C | expected batch | q | steps | utility [interval over users] "
+            "| members | loss MIA user AUC | train s |", "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for (name, seed), f in results.items():
+        eps = f["epsilon"]
+        ci = f["utility_ci"] or [None, None]
+        rows.append(f"| {name} | {seed} | {f['unit'] or '-'} | "
+                    f"{(number(eps.get('rdp'), 2) + ' / ' + number(eps.get('prv'), 2)) if eps else '-'} | "
+                    f"{number(f['noise_multiplier'])} | {number(f['max_grad_norm'], 3)} | {number(f['expected_batch'], 1)} | "
+                    f"{number(f['sample_rate'], 4)} | {f['steps'] or '-'} | {number(f['utility'])} "
+                    f"[{number(ci[0])}, {number(ci[1])}] | {number(f['member_utility'])} | {number(f['loss_auc'], 2)} "
                     f"| {f['train_seconds']:.0f} |")
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpora", nargs="+", choices=["embedded", "abstracts"], default=["embedded", "abstracts"])
+    parser.add_argument("--corpora", nargs="+", choices=["synth", "abstracts", "embedded"], default=["synth", "abstracts"])
     parser.add_argument("--abstracts", type=Path, default=ABSTRACTS)
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "dp-utility")
+    parser.add_argument("--synth-users", type=int, default=320)
     parser.add_argument("--documents", type=int, default=600, help="abstracts drawn (seeded) from the corpus")
     parser.add_argument("--notes-per-user", type=int, default=6, help="mean abstracts per pseudo-user")
-    parser.add_argument("--epochs", type=int, default=2, help="epochs on the abstracts (the embedded default: its recipes')")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--set", nargs="*", default=[], help="Hydra overrides for every run, e.g. train.dp.target_epsilon=3")
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[42, 43, 44])
+    parser.add_argument("--epsilons", type=float, nargs="+", default=[8.0, 3.0], help="target user-level ε of the DP runs")
+    parser.add_argument("--chunk-level", action="store_true", help="also chunk-level DP at ε 8")
+    parser.add_argument("--set", nargs="*", default=[], help="Hydra overrides for every run, e.g. train.max_length=128")
     args = parser.parse_args()
 
     corpora = {}
-    if "embedded" in args.corpora:
-        epochs = compose_config([]).train.epochs
-        corpora["embedded"] = ([f"train.epochs={epochs}"], epochs)
-        print(f"embedded: the default synthetic corpus, {epochs} epochs", flush=True)
+    if "synth" in args.corpora:
+        path = synth_corpus(args.work / f"synth-{args.synth_users}.jsonl", args.synth_users)
+        corpora["synth"] = [f"data.path={path}"]
+        print(f"synth: ppmlm synth --users {args.synth_users}, {args.epochs} epochs", flush=True)
     if "abstracts" in args.corpora:
         if not args.abstracts.is_file():
             sys.exit(f"bench/dp_utility.py: {args.abstracts} not found (the public data of ../shared/data)")
         corpus = args.work / "abstracts-pseudo-users.jsonl"
-        counts = pseudo_user_corpus(args.abstracts, corpus, args.documents, args.notes_per_user, args.seed)
+        counts = pseudo_user_corpus(args.abstracts, corpus, args.documents, args.notes_per_user, 42)
         print(f"abstracts: {counts['documents']} abstracts in {counts['users']} pseudo-users "
               f"({counts['documents_per_user'][0]} to {counts['documents_per_user'][2]} each, mean "
               f"{counts['documents_per_user'][1]:.1f}), {args.epochs} epochs", flush=True)
-        corpora["abstracts"] = ([f"data.path={corpus}", f"train.epochs={args.epochs}"], args.epochs)
-    common = [f"seed={args.seed}", "audit.reference=none", "audit.neighbours=0", "audit.inversion.enabled=false", *args.set]
-    ratios = []
-    for corpus_name, (overrides, epochs) in corpora.items():
-        results = {}
-        for name, recipe in RUNS.items():
-            directory = args.work / corpus_name / name.replace("+", "-").replace(" ", "-")
-            train(f"{corpus_name} {name}", [*overrides, *common, *recipe], directory, epochs)
-            results[name] = figures(directory)
-        print(f"\n{corpus_name}:\n" + "\n".join(table(results)) + "\n", flush=True)
-        chunk, user = results["ppmlm+dp chunk"]["utility"], results["ppmlm+dp user"]["utility"]
-        if chunk:
-            ratios.append(user / chunk)
-    print(f"dp_user_utility_ratio: {ratios[-1]:.3f}" if ratios else "dp_user_utility_ratio: n/a (chunk-level utility 0)")
+        corpora["abstracts"] = [f"data.path={corpus}"]
+    if "embedded" in args.corpora:
+        corpora["embedded"] = [f"data.synth_users={compose_config([]).data.synth_users}"]
+    common = [f"train.epochs={args.epochs}", "audit.reference=none", "audit.neighbours=0", "audit.inversion.enabled=false",
+              *args.set]
+    runs = runs_of(args)
+    first = f"ppmlm + DP user ε={args.epsilons[0]:g}"
+    ratios = {}
+    for corpus_name, overrides in corpora.items():
+        results, warm = {}, {}
+        for seed in args.seeds:
+            for name, recipe in runs.items():
+                directory = args.work / corpus_name / f"{name.replace('+', '').replace(' ', '-').replace('=', '')}-seed{seed}"
+                train(f"{corpus_name} {name} seed {seed}", [*overrides, f"seed={seed}", *common, *recipe], directory,
+                      args.epochs)
+                results[name, seed] = figures(directory)
+                if name == "ppmlm":
+                    warm[seed] = warm_start_utility(directory)
+        print(f"\n{corpus_name}, {args.epochs} epochs, per seed:\n" + "\n".join(seed_table(results)), flush=True)
+        print(f"\n{corpus_name}, over seeds {', '.join(map(str, args.seeds))} (mean [95% t-interval]):")
+        print("| run | utility | DP / no DP |\n|---|---:|---:|")
+        rows = {"public warm start alone": [warm[s] for s in args.seeds if warm[s] is not None]}
+        rows.update({name: [results[name, s]["utility"] for s in args.seeds] for name in runs})
+        for name, values in rows.items():
+            if not values:
+                continue
+            m, low, high = mean_interval(values)
+            ratio = "-"
+            if name != "ppmlm":
+                per_seed = [v / results["ppmlm", s]["utility"] for v, s in zip(values, args.seeds)]
+                r, r_low, r_high = mean_interval(per_seed)
+                ratio = f"{r:.2f} [{r_low:.2f}, {r_high:.2f}]"
+                if name == first:
+                    ratios[corpus_name] = r
+            print(f"| {name} | {m:.3f} [{low:.3f}, {high:.3f}] | {ratio} |")
+    if ratios:
+        worst = min(ratios, key=ratios.get)
+        print(f"\nlowest on {worst}")
+        print(f"dp_utility_ratio: {ratios[worst]:.3f}")
 
 
 if __name__ == "__main__":

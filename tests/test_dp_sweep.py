@@ -1,0 +1,56 @@
+"""bench/dp_sweep.py's measure behind C: the gradient norms it reads are those DP-SGD clips, per chunk and per user."""
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import assert_float32_close
+from transformers import AutoConfig, AutoModelForMaskedLM
+
+from ppmlm.corpus.clinical import generate_corpus
+from ppmlm.features import build_features
+from ppmlm.masking.collator import PrivacyMaskingCollator
+from ppmlm.training.dp.model import PerSampleMaskedLMLoss
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from dp_sweep import gradient_norms, quantiles  # noqa: E402
+
+
+@pytest.mark.kernels
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")
+def test_gradient_norms_are_those_of_each_chunk_and_of_each_users_sum(bert_tokenizer):
+    torch.manual_seed(0)
+    config = AutoConfig.for_model("bert", vocab_size=len(bert_tokenizer), hidden_size=32, num_hidden_layers=2,
+                                  num_attention_heads=2, intermediate_size=64, hidden_dropout_prob=0.0,
+                                  attention_probs_dropout_prob=0.0)  # no dropout: the reference sees the same model
+    model = AutoModelForMaskedLM.from_config(config)
+    features = build_features(generate_corpus(3, seed=1), None, bert_tokenizer, max_length=32)
+    features = features.select([i for i, user in enumerate(features["user_id"])
+                                if features["user_id"][:i].count(user) < 3])  # 3 chunks per user
+    collate = PrivacyMaskingCollator(bert_tokenizer, mlm_probability=0.3, generator=torch.Generator().manual_seed(2))
+    norms = gradient_norms(model, features, collate, freeze_embeddings=True, per_user=2, batch=1)
+    assert len(norms["chunk"]) == 6 and len(norms["user"]) == 3
+
+    collate.generator.manual_seed(2)  # the same masks again, in the same order: reference by plain autograd
+    rows = features.select_columns(["input_ids", "attention_mask", "word_ids", "protected"]).to_list()
+    generator, users = torch.Generator().manual_seed(0), {}
+    for index, user in enumerate(features["user_id"]):
+        users.setdefault(user, []).append(index)
+    objective = PerSampleMaskedLMLoss(model)
+    params = [p for p in model.parameters() if p.requires_grad]  # all but the word embeddings, as gradient_norms left them
+    assert model.get_input_embeddings().weight.requires_grad is False and len(params) == len(list(model.parameters())) - 1
+    chunk_norms, user_norms = [], []
+    for chunks in users.values():
+        picked = [chunks[i] for i in torch.randperm(len(chunks), generator=generator)[:2].tolist()]
+        total = None
+        for index in picked:
+            batch = collate([rows[index]])
+            grads = torch.autograd.grad(objective(batch["input_ids"], batch["attention_mask"], batch["labels"]).sum(), params)
+            flat = torch.cat([g.flatten() for g in grads])
+            chunk_norms.append(flat.norm())
+            total = flat if total is None else total + flat
+        user_norms.append(total.norm())
+    for got, want, what in ((norms["chunk"], chunk_norms, "chunk"), (norms["user"], user_norms, "user")):
+        want = torch.stack(want)
+        assert_float32_close(torch.tensor(got), want, want, float(want.max()), what)
+    assert list(quantiles([1.0, 2.0, 3.0, 4.0, 5.0]).values()) == pytest.approx([1.4, 2.0, 3.0, 4.0, 4.6])
