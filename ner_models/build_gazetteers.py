@@ -13,6 +13,8 @@ Lists written (one lower-case entry per line, sorted; provenance and licences in
   after "transferred from" or before "RN" that is in it is not an institution or a name.
 - wordnet_words.txt: the WordNet lemmas (see below) that no gazetteer lists: a model span made only of
   them and english_words ("Bowel", "Progress Note") is not an identifier.
+- abstract_acronyms.txt: words of 2 to 6 capitals written in the medical abstracts (`CABG`, `ECMO`, `PTCA`):
+  clinical acronyms, which after "from" or "to" are no institution ("recovered from ARDS", "converted to NSR").
 - common_words.txt: gazetteer entries that are also common English or clinical words ("may", "hope",
   "bill", "ward", "walker", "glasgow"), which the pipeline accepts only with context. A word is common when
   it is in Faker's English lorem list (MIT), in spaCy's stop words, in clinical_en/common_words_extra.txt
@@ -87,6 +89,13 @@ def abstract_words(path: Path) -> tuple[Counter, Counter]:
     return lower, any_case
 
 
+def abstract_acronyms(path: Path) -> set[str]:
+    """Words of 2 to 6 capitals in the even rows of the medical abstracts, lower-cased."""
+    with path.open(newline="", encoding="utf-8") as handle:
+        return {word.lower() for i, row in enumerate(csv.DictReader(handle)) if not i % 2
+                for word in re.findall(r"(?<![\w-])[A-Z]{2,6}(?![\w-])", row["medical_abstract"])}
+
+
 def read_words(path: Path) -> set[str]:
     """Whitespace-separated words of a hand-written list, lower-cased; lines starting with # are comments."""
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -126,6 +135,8 @@ def main() -> None:
     write_list(MODEL_DIR / "english_words.txt", f"Common English and clinical words. {generated}", common_word)
     write_list(MODEL_DIR / "wordnet_words.txt", f"WordNet lemmas that are not gazetteer entries. {generated}",
                wordnet - first - last - places)
+    write_list(MODEL_DIR / "abstract_acronyms.txt", f"Acronyms of the medical abstracts. {generated}",
+               abstract_acronyms(args.abstracts))
     write_list(MODEL_DIR / "common_words.txt",
                f"Gazetteer names and places that are also common English or clinical words: they count only with\n"
                f"context (pipeline.json, `name_gazetteer`). {generated}", common)

@@ -34,6 +34,7 @@ def tagged(ner, text: str) -> list[tuple[str, str]]:
     [
         # context patterns: institutions, places, signatures, years
         ("PT TRANSFERRED FROM CMC FOR CATH.", ("CMC", "HOSPITAL")),
+        ("TRANSFERRED FROM OSH ICU TO MICU.", ("OSH", "HOSPITAL")),  # an acronym real annotations count (issue 26)
         ("Pt was transferred from Mercy General this am.", ("Mercy General", "HOSPITAL")),
         ("She lives in Jessicamouth with her husband.", ("Jessicamouth", "LOCATION")),
         ("PT ORIGINALLY FROM SPRINGVALE, WORKED AS A MACHINIST.", ("SPRINGVALE", "LOCATION")),
@@ -114,7 +115,7 @@ def test_an_ambiguous_name_counts_with_context(balanced, text, word):
         "AMBULATED IN HALL WITH WALKER, BATH GIVEN.",
         "we hope the swelling will go down; mark the border of erythema.",
         "Positive Murphy sign.",
-        "TRANSFERRED FROM OSH ICU TO MICU. SENT TO CT.",
+        "TRANSFERRED TO MICU FROM THE ICU. SENT TO CT.",
         "PLAN DISCUSSED WITH RN.\nHR 92, SATS IN 92 ON 2L, HEPARIN 1000 UNITS.",
     ],
 )

@@ -56,10 +56,10 @@ def build_rules_pipeline(model_dir: str | Path = DEFAULT_MODEL_DIR, profile: str
     first = "ner" if "ner" in nlp.pipe_names else None
 
     def add_regex_ruler(rules: str) -> None:
-        nlp.add_pipe("ppmlm_regex_ruler", name=f"ppmlm_{rules}", before=first,
-                     config={"path": str(model_dir / config[rules]), "profile": profile})
+        nlp.add_pipe("ppmlm_regex_ruler", name=f"ppmlm_{Path(rules).stem}", before=first,
+                     config={"path": str(model_dir / rules), "profile": profile})
 
-    add_regex_ruler("regex_patterns")
+    add_regex_ruler(config["regex_patterns"])
     ruler_config = {"overwrite_ents": False, "phrase_matcher_attr": "LOWER"}
     ruler = nlp.add_pipe("entity_ruler", before=first, config=ruler_config)
     ruler.from_disk(model_dir / config["token_patterns"])
@@ -69,8 +69,9 @@ def build_rules_pipeline(model_dir: str | Path = DEFAULT_MODEL_DIR, profile: str
         ruler.add_patterns([{"label": label, "pattern": x, "id": f"gazetteer:{file_name}"} for x in phrases])
     if config.get("place_names"):
         nlp.add_pipe("ppmlm_place_names", before=first, config={"model_dir": str(model_dir), "config": config["place_names"]})
-    if config.get("context_patterns"):
-        add_regex_ruler("context_patterns")
+    context = config.get("context_patterns") or []
+    for rules in [context] if isinstance(context, str) else context:  # one component per file, in order
+        add_regex_ruler(rules)
     eponym_nouns = config.get("filters", {}).get("eponym_nouns", [])
     if config.get("name_gazetteer"):
         nlp.add_pipe("ppmlm_name_gazetteer", before=first, config={

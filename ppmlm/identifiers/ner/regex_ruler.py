@@ -9,11 +9,22 @@ from pathlib import Path
 from spacy.language import Language
 from spacy.util import filter_spans
 
-from ppmlm.identifiers.labels import PHI_LABELS
+from ppmlm.identifiers.labels import NAME, PHI_LABELS
 from ppmlm.identifiers.ner.doc_facts import WORD, add_entities
 from ppmlm.identifiers.ner.model_dir import read_lists
 from ppmlm.identifiers.ner.registry import NERError
 from ppmlm.identifiers.profiles import DEFAULT_PROFILE, PROFILES
+
+_LIST = re.compile(r"\{\{([\w.-]+)\}\}")
+
+
+def _alternation(rules: str, rule_id: str, path: Path) -> str:
+    """A phrase list as a regex alternation (see RegexRuler)."""
+    if not path.is_file():
+        raise NERError(f"{rules}: rule {rule_id!r} names the list {path.name}, which is not beside it")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    phrases = sorted({line.strip() for line in lines if line.strip() and not line.startswith("#")}, key=lambda x: (-len(x), x))
+    return "(?:" + "|".join(r"[ \t]+".join(map(re.escape, phrase.split())) for phrase in phrases) + ")"
 
 
 class RegexRuler:
@@ -30,6 +41,9 @@ class RegexRuler:
     makes the one pass over the text about twice as fast. `requires` is a regex that any text the rule
     matches contains (its keyword: "court", "LLC"): texts without it are scanned without the rule, so
     rules for one domain cost nothing on another. The alternation for each set of rules is compiled once.
+    `{{file.txt}}` in a pattern stands for the phrases of a list beside the rules file, one a line (`# `
+    comments), as an alternation, longest first, a space matching any run of spaces or tabs: a rule can
+    name 80 procedure abbreviations without writing them into its regex.
     """
 
     _GUARDS = {
@@ -53,7 +67,7 @@ class RegexRuler:
             if rule["label"] not in PHI_LABELS or starts not in self._GUARDS:
                 raise NERError(f"{path}: rule {rule_id!r} needs a label in {PHI_LABELS} and `starts` "
                                f"in {tuple(self._GUARDS)}, not {rule['label']!r} and {starts!r}")
-            pattern = rule["pattern"]
+            pattern = _LIST.sub(lambda match: _alternation(path, rule_id, Path(path).parent / match.group(1)), rule["pattern"])
             value = None
             if "(?P<v>" in pattern:
                 value = f"r{i}v"
@@ -102,7 +116,7 @@ class RegexRuler:
             start, end = match.span(value) if value else match.span()
             if group in self._not_first or group in self._cut_before:
                 not_first, cut_before = self._not_first.get(group, ()), self._cut_before.get(group, ())
-                start, end = self._trim(text, start, end, not_first, cut_before)
+                start, end = self._trim(text, start, end, not_first, cut_before, initial=label == NAME)
             if end <= start:
                 continue
             span = doc.char_span(start, end, label=label, span_id=rule_id, alignment_mode="expand")
@@ -113,15 +127,19 @@ class RegexRuler:
         return doc
 
     @staticmethod
-    def _trim(text: str, start: int, end: int, not_first, cut_before) -> tuple[int, int]:
+    def _trim(text: str, start: int, end: int, not_first, cut_before, initial: bool = False) -> tuple[int, int]:
         """The value without its leading `not_first` words ("comfortably sarah" -> "sarah"; "Floor" -> none),
-        cut before its first `cut_before` word after that ("CMC ICU" -> "CMC")."""
+        cut before its first `cut_before` word after that ("CMC ICU" -> "CMC"). A value left starting with a digit
+        is none ("Levophed 10" -> "10", "chromosome 17q" -> "17q" are no ward); with `initial`, a one-letter word
+        before the kept part stays with it ("dr o brien" -> "o brien")."""
         words = list(WORD.finditer(text, start, end))
         lead = 0
         while lead < len(words) and words[lead].group().lower() in not_first:
             lead += 1
-        if lead == len(words):
+        if lead == len(words) or not words[lead].group()[0].isalpha():
             return start, start
+        if initial and lead and len(words[lead - 1].group()) == 1:
+            lead -= 1
         kept = words[lead:]
         last = next((i for i, word in enumerate(kept) if i and word.group().lower() in cut_before), len(kept))
         return kept[0].start(), (end if last == len(kept) else kept[last - 1].end())

@@ -1,0 +1,104 @@
+"""The rules for what real ICU notes write and the earlier rules missed (issue 26): each catches its case and leaves
+the common clinical phrases alone."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ppmlm.identifiers.ner import DEFAULT_MODEL_DIR, NERError, RegexRuler, load_ner, pipeline_config
+
+
+@pytest.fixture(scope="module")
+def ner():
+    return load_ner("default")
+
+
+def tagged(ner, text: str) -> list[tuple[str, str]]:
+    (spans,) = ner.spans([text])
+    return [(text[s.start : s.end], s.label) for s in spans]
+
+
+# Phrases of every ICU note that none of the rules may tag (the issue's list and more like it).
+CLINICAL_PHRASES = [
+    "CABG x3", "MI risk", "to 7 days", "PT 12", "seen by the team", "from home", "at rest", "to ICU", "in 3 days",
+    "TRANSFERRED TO MICU. SENT TO CT.", "recovered from ARDS", "converted to NSR", "confirmed by TTE",
+    "changed to Lasix 40 bid", "on Levophed 10", "HR 92, SATS IN 92 ON 2L", "to cardiac rehab", "d/c to acute rehab",
+    "CA 19-9 elevated, CA 125 high", "on the 3rd day of abx", "on the 2nd attempt", "per protocol", "d/w team",
+    "dr aware", "md notified", "ST elevation in V2", "to general floor", "back to baseline", "on vent 12 peep 5",
+    "PE 20 yrs ago", "at the 5th ICS", "WENT TO OR", "pt to get KCL 20", "EF 55%", "AMB TO BSC",
+    "to the general medicine service", "bypass in 22 (35%) of patients", "on chromosome 17q",
+]
+
+
+@pytest.mark.parametrize("text", CLINICAL_PHRASES)
+def test_common_clinical_phrases_are_not_identifiers(ner, text):
+    assert tagged(ner, text) == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("pt transferred to Mercy General for cath", "Mercy General"),
+    ("was seen at good samaritan last week", "good samaritan"),
+    ("screened by ST. JUDE REHAB today", "ST. JUDE REHAB"),
+    ("pt accepted at Youville Rehab", "Youville Rehab"),
+    ("plan d/c to st elizabeth's rehab", "st elizabeth's rehab"),
+])
+def test_an_institution_without_a_keyword_after_to_at_from(ner, text, expected):
+    assert (expected, "HOSPITAL") in tagged(ner, text), tagged(ner, text)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("seen by the VNA nurse", "VNA"), ("pt from OSH", "OSH"), ("transferred from BIDMC", "BIDMC"),
+    ("PT FROM MGH ED", "MGH"),
+])
+def test_an_institution_acronym_in_context(ner, text, expected):
+    assert (expected, "HOSPITAL") in tagged(ner, text), tagged(ner, text)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("transfer to Farr 7 today", "Farr 7"), ("moved to blake 12 overnight", "blake 12"),
+    ("pt on Ellison 11 since admission", "Ellison 11"), ("TRANSFERRED TO FARR 7", "FARR 7"),
+])
+def test_a_ward_named_by_a_word_and_a_number(ner, text, expected):
+    assert (expected, "LOCATION") in tagged(ner, text), tagged(ner, text)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("PMH: CABG 88, HTN", ["88"]), ("PE '03", ["03"]), ("s/p AVR 2001", ["2001"]), ("CVA in 97 and 01", ["97 and 01"]),
+    ("MI 99' and htn", ["99"]), ("lap chole 2007, appy 77", ["2007", "77"]), ("seen on the 3rd by cards", ["3rd"]),
+])
+def test_history_years_and_day_ordinals(ner, text, expected):
+    assert [word for word, label in tagged(ner, text) if label == "DATE"] == expected, tagged(ner, text)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("per md smith pt to get lasix", "smith"), ("dr. o brien aware", "o brien"), ("d/w dr jones, will follow", "jones"),
+    ("per dr drousken ok to extubate", "drousken"),
+])
+def test_a_clinician_in_lower_case_after_a_title(ner, text, expected):
+    assert tagged(ner, text) == [(expected, "NAME")]
+
+
+def test_each_rule_source_is_a_component_of_its_own():
+    files = pipeline_config()["context_patterns"]
+    assert {"institution_context.jsonl", "wards.jsonl", "history_years.jsonl", "clinician_names.jsonl"} <= set(files)
+    assert {f"ppmlm_{name.removesuffix('.jsonl')}" for name in files} <= set(load_ner("default").nlp.pipe_names)
+
+
+def test_a_list_named_in_a_pattern_is_an_alternation(tmp_path):
+    (tmp_path / "units.txt").write_text("# wards\nfarr\nblake west\n")
+    rule = {"label": "LOCATION", "id": "ward", "starts": "letter", "pattern": "(?i:{{units.txt}}) \\d+"}
+    (tmp_path / "rules.jsonl").write_text(json.dumps(rule) + "\n")
+    ruler = RegexRuler(str(tmp_path / "rules.jsonl"))
+    doc = ruler(load_ner("default").nlp.make_doc("to Blake  West 4 from farr 7, not blake 2"))
+    assert [e.text for e in doc.ents] == ["Blake  West 4", "farr 7"]
+    rule["pattern"] = "{{missing.txt}} \\d+"
+    (tmp_path / "rules.jsonl").write_text(json.dumps(rule) + "\n")
+    with pytest.raises(NERError, match="rule 'ward' names the list missing.txt"):
+        RegexRuler(str(tmp_path / "rules.jsonl"))
+
+
+def test_the_lists_ship_with_the_pipeline():
+    for name in ("clinical_acronyms.txt", "abstract_acronyms.txt", "institution_names.txt", "institution_tails.txt",
+                 "care_words.txt", "history_abbreviations.txt", "note_words.txt"):
+        assert (DEFAULT_MODEL_DIR / name).is_file()
