@@ -5,8 +5,10 @@ carries) and the users × terms graph (indirect identifiers, terms used by fewer
 artifact is a directory, and it is sensitive: it lists identifiers in clear.
 
     terms.jsonl   term, n, kind (direct|indirect|both), users, occurrences, labels
-    spans.jsonl   doc_id, start, end, label (one line per direct-identifier span)
-    stats.json    parameters, counts and per-user distributions (no identifiers, no user ids)
+    spans.jsonl   doc_id, start, end, label (one line per direct-identifier span), and source from a union of
+                  NER backends (which of them found it: "default", "detector", "default+detector")
+    stats.json    parameters, counts (spans per source among them) and per-user distributions (no identifiers,
+                  no user ids)
     graph/        the users × terms graph, so that a new k needs no pass over the text
     .ppmlm-blacklist  marker: {"kind": "ppmlm-blacklist", "format": 1}; only a folder holding our artifact
                   (or nothing) is ever replaced by `Blacklist.save`
@@ -194,8 +196,8 @@ class Blacklist:
 
     def _files(self) -> Iterator[tuple[str, Iterable[str]]]:
         yield "terms.jsonl", (json.dumps(asdict(entry), ensure_ascii=False) + "\n" for entry in self.terms.values())
-        yield "spans.jsonl", (json.dumps({"doc_id": doc_id, "start": span.start, "end": span.end, "label": span.label}) + "\n"
-                              for doc_id, spans in self.spans.items() for span in spans)
+        yield "spans.jsonl", (json.dumps(_span_record(doc_id, span)) + "\n" for doc_id, spans in self.spans.items()
+                              for span in spans)
         yield "stats.json", [json.dumps(dict(self.stats, casefold=self.casefold), indent=1) + "\n"]
 
     def _write(self, directory: Path) -> None:
@@ -228,10 +230,17 @@ class Blacklist:
         with (directory / "spans.jsonl").open(encoding="utf-8") as handle:
             for line in handle:
                 record = json.loads(line)
-                spans.append(record["doc_id"], Span(record["start"], record["end"], record["label"]))
+                spans.append(record["doc_id"], Span(record["start"], record["end"], record["label"], record.get("source")))
         stats = json.loads((directory / "stats.json").read_text(encoding="utf-8"))
         graph = UserTermGraph.load(directory / "graph") if (directory / "graph").exists() else None
         return cls(terms, spans, stats, stats.get("casefold", False), graph)
+
+
+def _span_record(doc_id: str, span: Span) -> dict:
+    record = {"doc_id": doc_id, "start": span.start, "end": span.end, "label": span.label}
+    if span.source is not None:  # a span of a union of backends; the files of other builds stay as they were
+        record["source"] = span.source
+    return record
 
 
 def check_output_dir(directory) -> Path:
@@ -368,17 +377,20 @@ class ShardCounts:
     direct: dict[str, TermEntry]  # span terms, tagged counts and labels
     words_per_user: dict[str, int]
     direct_per_user: dict[str, set]  # the distinct span terms of each user
+    span_sources: Counter = field(default_factory=Counter)  # spans per source (a union of backends: Span.source)
 
     def to_bytes(self) -> bytes:
         """An .npz file (no pickle): the graph's arrays, and the rest as one JSON text."""
         meta = {
             "documents": self.documents,
-            "spans": {doc_id: [[span.start, span.end, span.label] for span in spans] for doc_id, spans in self.spans.items()},
+            "spans": {doc_id: [[span.start, span.end, span.label] + ([span.source] if span.source is not None else [])
+                               for span in spans] for doc_id, spans in self.spans.items()},
             "users": self.graph.users, "terms": self.graph.terms,
             "tagged_words": list(self.tagged_words.items()),
             "direct": [asdict(entry) for entry in self.direct.values()],
             "words_per_user": list(self.words_per_user.items()),
             "direct_per_user": [[user, sorted(terms)] for user, terms in self.direct_per_user.items()],
+            "span_sources": dict(self.span_sources),
         }
         matrix = sp.coo_array(self.graph.matrix)
         buffer = io.BytesIO()
@@ -402,6 +414,7 @@ class ShardCounts:
             direct={entry["term"]: TermEntry(**entry) for entry in meta["direct"]},
             words_per_user=dict(meta["words_per_user"]),
             direct_per_user={user: set(terms) for user, terms in meta["direct_per_user"]},
+            span_sources=Counter(meta.get("span_sources", {})),
         )
 
 
@@ -413,12 +426,14 @@ def count_shard(texts: list[str], users: list[str], doc_ids: list[str], spans: d
     tagged_words: Counter = Counter()
     words_per_user: Counter = Counter()
     direct_per_user: dict[str, set] = defaultdict(set)
+    span_sources: Counter = Counter()
     for words, text, user, doc_id in tqdm(
         zip(segmenter.pipe(texts), texts, users, doc_ids), total=len(texts), desc="graph", disable=not progress
     ):
         builder.add(user, words)
         words_per_user[user] += sum(term is not None for term in words.terms)
         doc_spans = spans.get(doc_id, ())
+        span_sources.update(span.source for span in doc_spans if span.source is not None)
         tagged_words.update(words_tagged(words, doc_spans))
         for span, first, stop in zip(doc_spans, *span_words(words, doc_spans)):
             direct_per_user[user].add(segmenter.term_of(text[span.start:span.end]))
@@ -428,7 +443,8 @@ def count_shard(texts: list[str], users: list[str], doc_ids: list[str], spans: d
                 if span.label not in entry.labels:
                     entry.labels.append(span.label)
     direct_per_user = {user: terms - {None} for user, terms in direct_per_user.items()}
-    return ShardCounts(len(texts), spans, builder.build(), tagged_words, direct, dict(words_per_user), direct_per_user)
+    return ShardCounts(len(texts), spans, builder.build(), tagged_words, direct, dict(words_per_user), direct_per_user,
+                       span_sources)
 
 
 class CountsMerger:
@@ -443,6 +459,7 @@ class CountsMerger:
         self.direct: dict[str, TermEntry] = {}
         self.words_per_user: Counter = Counter()
         self.direct_per_user: dict[str, set] = defaultdict(set)
+        self.span_sources: Counter = Counter()
 
     def add(self, counts: ShardCounts) -> None:
         self.documents += counts.documents
@@ -456,6 +473,7 @@ class CountsMerger:
         self.words_per_user.update(counts.words_per_user)
         for user, terms in counts.direct_per_user.items():
             self.direct_per_user[user] |= terms
+        self.span_sources.update(counts.span_sources)
 
 
 @dataclass
@@ -749,6 +767,8 @@ def _stats(blacklist: Blacklist, graph: UserTermGraph, k: int, counts: CountsMer
         stats_counts["gold_coverage"] = covered / max(total, 1)
         stats_counts["gold_coverage_by_label"] = {label: v[0] / max(v[1], 1) for label, v in sorted(gold_words.items())}
     stats_counts.update(_term_counts(graph, k, blacklist.terms))
+    if counts.span_sources:  # NER by a union of backends: how many spans each found (alone or with another)
+        stats_counts["spans_by_source"] = dict(sorted(counts.span_sources.items()))
     report = {"gold": _gold_report(gold_words, protection.gold_union, protected_words, total_words)} if has_gold else {}
     return {
         **report,

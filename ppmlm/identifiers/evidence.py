@@ -23,7 +23,7 @@ import numpy as np
 
 from ppmlm.identifiers.graph import UserTermGraph
 from ppmlm.identifiers.labels import HOSPITAL, LOCATION, NAME
-from ppmlm.identifiers.ner import DEFAULT_MODEL_DIR, Span, pipeline_config, read_lists
+from ppmlm.identifiers.ner import DEFAULT_MODEL_DIR, Span, pipeline_config, read_lists, split_spec
 from ppmlm.words import Words
 
 EVIDENCE_LABELS = (NAME, LOCATION, HOSPITAL)  # categories whose words can recur on their own
@@ -42,10 +42,11 @@ class EvidenceSettings:
 
     @classmethod
     def for_ner(cls, ner: str, profile: str) -> "EvidenceSettings | None":
-        """The settings of the NER model directory behind `ner` ("default:DIR" reads DIR; any other backend
-        our default directory), or None when that pipeline.json has no `corpus_evidence`."""
-        name, _, arg = ner.partition(":")
-        model_dir = Path(arg) if name == "default" and arg else DEFAULT_MODEL_DIR
+        """The settings of the NER model directory behind `ner` ("default:DIR" reads DIR, alone or in a union such as
+        "default:DIR+detector:D"; any other backend our default directory), or None when that pipeline.json has no
+        `corpus_evidence`."""
+        given = [arg for name, _, arg in (part.partition(":") for part in split_spec(ner)) if name == "default" and arg]
+        model_dir = Path(given[0]) if given else DEFAULT_MODEL_DIR
         config = pipeline_config(model_dir, profile).get("corpus_evidence")
         if not config:
             return None

@@ -450,8 +450,9 @@ def _count_task(shard: Shard, settings: Settings) -> ShardCounts:
     backend = _backend(settings.ner, settings.profile)
     given = gold_spans(shard, settings.spans_from, shard.first_record) if settings.spans_from else {}
     with ExitStack() as zones:
-        if hasattr(backend, "nlp"):
-            zones.enter_context(backend.nlp.memory_zone())
+        for part in getattr(backend, "parts", [backend]):  # a union's parts, or the backend itself
+            if hasattr(part, "nlp"):
+                zones.enter_context(part.nlp.memory_zone())
         zones.enter_context(segmenter.memory_zone())
         spans = direct_spans(shard["text"], shard["doc_id"], given, backend, settings.batch_size, 1, False, settings.ner)
         return count_shard(shard["text"], shard["user_id"], shard["doc_id"], spans, settings.n, segmenter)

@@ -2,7 +2,7 @@
 
 A corpus of a million notes has some fifteen million direct spans. As lists of `Span` objects they cost about
 170 bytes each (2.5 GB), in the build's main process and again in every run that loads the blacklist; here a
-span is 10 bytes (start, end, label code) and a document one dictionary entry. Read, it is the mapping
+span is 12 bytes (start, end, label code, source code) and a document one dictionary entry. Read, it is the mapping
 doc_id -> list of Spans the rest of ppmlm always used (Spans are made on access).
 """
 from __future__ import annotations
@@ -20,9 +20,11 @@ class SpanTable(Mapping):
     def __init__(self, spans: Mapping[str, Iterable[Span]] | None = None):
         self._row: dict[str, int] = {}  # doc_id -> its row in `_first`, `_count`
         self._first, self._count = array("q"), array("i")
-        self._starts, self._ends, self._labels = array("i"), array("i"), array("H")
+        self._starts, self._ends, self._labels, self._sources = array("i"), array("i"), array("H"), array("H")
         self._label_names: list[str] = []
         self._label_code: dict[str, int] = {}
+        self._source_names: list[str | None] = [None]  # code 0: no source (a backend that is no union)
+        self._source_code: dict[str | None, int] = {None: 0}
         if spans:
             self.update(spans)
 
@@ -36,9 +38,7 @@ class SpanTable(Mapping):
         else:  # the old spans stay in the arrays, unreferenced: replacing is rare (a file's document split in two)
             self._first[row], self._count[row] = len(self._starts), len(spans)
         for span in spans:
-            self._starts.append(span.start)
-            self._ends.append(span.end)
-            self._labels.append(self._code(span.label))
+            self._push(span)
 
     def append(self, doc_id: str, span: Span) -> None:
         """One more span for `doc_id`, after those it has (read in a file's order: a document's lines together)."""
@@ -47,9 +47,17 @@ class SpanTable(Mapping):
             self.add(doc_id, [*self.get(doc_id, ()), span])
             return
         self._count[row] += 1
+        self._push(span)
+
+    def _push(self, span: Span) -> None:
         self._starts.append(span.start)
         self._ends.append(span.end)
         self._labels.append(self._code(span.label))
+        source = self._source_code.get(span.source)
+        if source is None:
+            source = self._source_code[span.source] = len(self._source_names)
+            self._source_names.append(span.source)
+        self._sources.append(source)
 
     def update(self, spans: Mapping[str, Iterable[Span]]) -> None:
         for doc_id, doc_spans in spans.items():
@@ -64,8 +72,9 @@ class SpanTable(Mapping):
 
     def __getitem__(self, doc_id: str) -> list[Span]:
         row = self._row[doc_id]
-        first, count, names = self._first[row], self._count[row], self._label_names
-        return [Span(self._starts[i], self._ends[i], names[self._labels[i]]) for i in range(first, first + count)]
+        first, count, names, sources = self._first[row], self._count[row], self._label_names, self._source_names
+        return [Span(self._starts[i], self._ends[i], names[self._labels[i]], sources[self._sources[i]])
+                for i in range(first, first + count)]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._row)

@@ -23,6 +23,7 @@ twice here: a span's term joins the corpus-wide blacklist, so one false positive
 every occurrence of that word. `spacy_backend.py` runs a spaCy pipeline over texts of any length, in worker
 processes if asked.
 """
+from ppmlm.identifiers.ner.detector_dir import DetectorSettings, check_detector_dir, enclosing_detector, is_detector_dir
 from ppmlm.identifiers.ner.filters import EnglishForms, Filters
 from ppmlm.identifiers.ner.model_dir import (
     DEFAULT_MODEL_DIR,
@@ -46,9 +47,22 @@ from ppmlm.identifiers.ner.registry import (
     split_spec,
 )
 from ppmlm.identifiers.ner.spacy_backend import SpacyNER, cut_into_pieces
+from ppmlm.identifiers.ner.union import UnionNER, union_spans
 
 __all__ = [
-    "DEFAULT_MODEL_DIR", "EnglishForms", "Filters", "NERBackend", "NERError", "NameGazetteer", "PlaceNames",
-    "RegexRuler", "Span", "SpacyNER", "build_rules_pipeline", "cut_into_pieces", "load_ner", "ner_rules_digest",
-    "pipeline_config", "read_labels", "read_lists", "read_words", "register_ner", "register_union", "split_spec",
+    "DEFAULT_MODEL_DIR", "DetectorSettings", "EnglishForms", "Filters", "NERBackend", "NERError", "NameGazetteer",
+    "PlaceNames", "RegexRuler", "Span", "SpacyNER", "UnionNER", "build_rules_pipeline", "check_detector_dir",
+    "cut_into_pieces", "enclosing_detector", "is_detector_dir", "load_ner", "ner_rules_digest", "pipeline_config",
+    "read_labels", "read_lists", "read_words", "register_ner", "register_union", "split_spec", "union_spans",
 ]
+
+
+@register_ner("detector")
+def _detector_backend(arg: str | None):
+    """A token classifier trained on a team's annotations (`ppmlm detector train`; tagger.py)."""
+    if not arg:
+        raise NERError('the "detector" NER backend needs a directory: "detector:DIR" (ppmlm detector train --out DIR)')
+    check_detector_dir(arg)  # one clear line for a wrong directory, before transformers is imported
+    from ppmlm.identifiers.ner.tagger import Tagger  # transformers takes seconds to import: only a detector needs it
+
+    return Tagger.load(arg)

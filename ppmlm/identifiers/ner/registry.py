@@ -2,7 +2,7 @@
 ("default+detector:DIR") loads, and the span type every backend returns."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable, Iterable, Iterator, Protocol, runtime_checkable
 
@@ -16,11 +16,13 @@ class NERError(PPMLMError, ValueError):
 
 @dataclass(frozen=True, order=True)
 class Span:
-    """A direct identifier: characters [start, end) of a text, with a category from PHI_LABELS."""
+    """A direct identifier: characters [start, end) of a text, with a category from PHI_LABELS, and, from a union
+    of backends, which of them found it ("default", "detector", "default+detector"; not compared, not hashed)."""
 
     start: int
     end: int
     label: str
+    source: str | None = field(default=None, compare=False)
 
 
 @runtime_checkable

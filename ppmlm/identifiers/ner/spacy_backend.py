@@ -45,9 +45,9 @@ class SpacyNER:
         line breaks (else spaces): spaCy refuses texts over `nlp.max_length` and needs about 1 GB of memory
         per 100,000 characters of one text. A batch holds at most `batch_size` pieces and `piece_chars` characters
         (a longer piece alone): spaCy keeps a batch's Docs and activations together, and the 50 pieces of a 5 MB
-        note in one batch would take some 17 GB. With `n_process` > 1, worker processes run it (`_spans_in_workers`)."""
+        note in one batch would take some 17 GB. With `n_process` > 1, worker processes run it (`spans_in_workers`)."""
         if n_process > 1 and self.spec is not None:
-            yield from self._spans_in_workers(texts, batch_size, n_process)
+            yield from spans_in_workers(self.spec, texts, batch_size, n_process, self.texts_per_task)
             return
         limit = min(self.piece_chars, self.nlp.max_length)
         # the piece rides along: rebuilding it from tokens costs
@@ -63,21 +63,6 @@ class SpacyNER:
             if last:
                 yield found
                 found = []
-
-    def _spans_in_workers(self, texts: Iterable[str], batch_size: int, n_process: int) -> Iterator[list[Span]]:
-        """The spans of `spans`, computed by `n_process` spawned processes that each build this backend from its
-        spec and return spans only, in order. spaCy's own `n_process` sends every Doc back to this process and
-        rebuilds it here; the spans are a small fraction of that. Spawned, and ended with this process
-        (`worker_pool`)."""
-        with worker_pool(n_process) as pool:
-            pending: deque = deque()
-            tasks = _chunks(texts, self.texts_per_task)
-            for chunk in tasks:
-                pending.append(pool.submit(_worker_spans, self.spec, chunk, batch_size))
-                if len(pending) >= 2 * n_process:  # enough queued to keep every worker busy, no more in memory
-                    yield from pending.popleft().result()
-            while pending:
-                yield from pending.popleft().result()
 
     def doc_spans(self, doc, text: str) -> list[Span]:
         out = []
@@ -122,6 +107,21 @@ def _batches(pieces: Iterable[tuple[str, object]], size: int, chars: int) -> Ite
         held += len(item[0])
     if batch:
         yield batch
+
+
+def spans_in_workers(spec: tuple[str, str], texts: Iterable[str], batch_size: int, n_process: int,
+                     texts_per_task: int) -> Iterator[list[Span]]:
+    """The spans of the backend `load_ner(*spec)`, computed by `n_process` spawned processes that each build it from
+    its spec and return spans only, in order. spaCy's own `n_process` sends every Doc back to this process and
+    rebuilds it here; the spans are a small fraction of that. Spawned, and ended with this process (`worker_pool`)."""
+    with worker_pool(n_process) as pool:
+        pending: deque = deque()
+        for chunk in _chunks(texts, texts_per_task):
+            pending.append(pool.submit(_worker_spans, spec, chunk, batch_size))
+            if len(pending) >= 2 * n_process:  # enough queued to keep every worker busy, no more in memory
+                yield from pending.popleft().result()
+        while pending:
+            yield from pending.popleft().result()
 
 
 def _worker_spans(spec: tuple[str, str], texts: list[str], batch_size: int) -> list[list[Span]]:
