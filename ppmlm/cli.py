@@ -116,7 +116,6 @@ def _audit(args) -> None:
     columns = {"text_column": args.text_column, "user_column": args.user_column, "doc_id_column": args.doc_id_column}
     audit_command(args.model, args.data, args.blacklist, args.out, reference=args.reference, split=args.split,
                   epoch=args.epoch, columns=columns, settings=settings, train_reference=train_reference)
-    print(f"wrote {args.out} (the scores files and .salt are sensitive; report.html and epoch-N.json hold counts only)")
 
 
 def _push(args) -> None:

@@ -148,8 +148,11 @@ def train(cfg: RunConfig | DictConfig) -> Path:
     `audit.enabled` (and it trains the members: a reference model's own run is not audited); returns the run
     directory. Every setting is checked before anything is read, built or written."""
     cfg = cfg if isinstance(cfg, RunConfig) else RunConfig.from_config(cfg)
-    audited = cfg.audit.enabled and cfg.data.train_users == "members"
-    return loop.train(cfg, callbacks=[AuditAfterEachEpoch(cfg)] if audited else [])
+    audit = AuditAfterEachEpoch(cfg) if cfg.audit.enabled and cfg.data.train_users == "members" else None
+    run = loop.train(cfg, callbacks=[audit] if audit else [])
+    if audit is not None:
+        audit.say_verdict()
+    return run
 
 
 def train_reference(reference_cfg) -> Path:
@@ -168,10 +171,12 @@ class AuditAfterEachEpoch:
     def __init__(self, cfg: RunConfig):
         self.cfg = cfg
         self.audits: TrainingAudits | None = None
+        self.main = False  # whether this process audits, and says the verdict at the end
 
     def on_train_begin(self, run, data, accelerator) -> None:
         reference = resolve_reference(self.cfg.audit.reference, OmegaConf.create(self.cfg.resolved), train_reference)
         self.audits = TrainingAudits(self.cfg.audit.settings, data, run.audit, reference, self.cfg.share.policy)
+        self.main = accelerator.is_main_process
         if accelerator.is_main_process:
             for epoch in run.unaudited_epochs():
                 accelerator.print(f"auditing epoch {epoch}, which has a checkpoint but no audit")
@@ -182,5 +187,11 @@ class AuditAfterEachEpoch:
         if accelerator.is_main_process:
             self.audit(data, run, checkpoint, epoch)
 
-    def audit(self, data, run, checkpoint: Path, epoch: int) -> None:
-        self.audits.audit(checkpoint, epoch)
+    def audit(self, data, run, checkpoint: Path, epoch: int) -> dict:
+        return self.audits.audit(checkpoint, epoch)
+
+    def say_verdict(self) -> None:
+        """The run's last lines, on the main process: the sharing policy's verdict on the latest audited epoch, why,
+        and what would resolve it (report.html opens with the same verdict)."""
+        if self.main and self.audits is not None:
+            print("\n".join(self.audits.verdict()), flush=True)

@@ -386,6 +386,10 @@ def test_ppmlm_audit_writes_every_output_and_reproduces_the_api(audited_run):
     assert report.index("Verdict of the sharing policy") < report.index("<h2>Summary") and "not resolved (needs" in report
     assert figures["attacks"]["identifier_count"]["user"] is not None
     assert "audit epoch 2: utility" in audited_run.logs
+    lines = audited_run.logs.splitlines()  # ppmlm audit ends with the verdict of the audit it made, and what would resolve it
+    verdict = next(i for i, line in enumerate(lines) if line.startswith("verdict on epoch 2: inconclusive: "))
+    assert "non-members resolve no TPR at 1% FPR" in lines[verdict] and lines[verdict + 1] == "to resolve it:"
+    assert figures["utility"]["masked_word_accuracy_ci"][0] <= figures["utility"]["masked_word_accuracy"]
     for key in ("audited", "utility", "privacy", "attacks"):  # same checkpoint, same figures
         assert figures[key] == audited_run.first[key], key
 

@@ -46,10 +46,18 @@ def test_every_recipe_trains_and_checkpoints(tmp_path, recipe):
 
 
 @pytest.mark.slow
-def test_training_audits_every_epoch_against_a_population_reference(tmp_path):
+def test_training_audits_every_epoch_against_a_population_reference(tmp_path, capsys):
     cfg = compose_config(overrides(tmp_path, "train.epochs=2", "audit.enabled=true", "audit.max_users_per_side=3",
                                    f"audit.reference_cache_dir={tmp_path / 'references'}", f"output_dir={tmp_path / 'run'}"))
+    capsys.readouterr()
     run_dir = train(cfg)
+    lines = capsys.readouterr().out.strip().splitlines()  # the run ends with the report's verdict, why, and what would resolve it
+    verdict = max(i for i, line in enumerate(lines) if line.startswith("verdict on epoch 2: inconclusive: "))
+    assert "non-members resolve no TPR at 1% FPR (needs ≥ 100)" in lines[verdict]
+    assert lines[verdict + 1] == "to resolve it:" and len(lines) > verdict + 2
+    assert all(line.startswith("  - ") for line in lines[verdict + 2:]) and "audit.lend_population" in "".join(lines[verdict:])
+    epoch_line = next(line for line in lines if line.startswith("audit epoch 2: utility "))
+    assert "TPR at 1% FPR not resolved (needs ≥ 100 non-members)" in epoch_line and "AUC loss 0." in epoch_line
     audits = sorted((run_dir / "audit").glob("epoch-*.json"))
     assert [p.name for p in audits] == ["epoch-1.json", "epoch-2.json"]
     figures = json.loads(audits[-1].read_text())

@@ -15,6 +15,8 @@ from omegaconf import OmegaConf
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 from ppmlm.audit.config import AuditConfig
+from ppmlm.audit.console import verdict_lines
+from ppmlm.audit.outputs import read_epochs
 from ppmlm.audit.policy import SharingPolicy
 from ppmlm.audit.runner import AuditInputs, prepare_audit, run_audit
 from ppmlm.audit.warm_start import warm_start_seen
@@ -96,3 +98,9 @@ class TrainingAudits:
         return audit_checkpoint(checkpoint, data.corpus, data.split, data.blacklist, self.out_dir, epoch, self.config,
                                 self.reference, checkpoint_epsilon(checkpoint), policy=self.policy, canaries=data.canaries,
                                 inputs=self.inputs)
+
+    def verdict(self) -> list[str]:
+        """The verdict report.html opens with, on the latest audited epoch, its reasons and what would resolve it: the
+        last lines of a training run (empty before any audit)."""
+        epochs = read_epochs(self.out_dir)
+        return verdict_lines(epochs[-1], self.policy) if epochs else []

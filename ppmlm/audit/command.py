@@ -15,6 +15,7 @@ from transformers import AutoTokenizer
 
 from ppmlm.audit.checkpoint import audit_checkpoint
 from ppmlm.audit.config import AuditConfig
+from ppmlm.audit.console import verdict_lines
 from ppmlm.audit.outputs import check_audit_dir, check_audits_are_of
 from ppmlm.audit.policy import SharingPolicy
 from ppmlm.audit.reference import resolve_reference
@@ -55,7 +56,8 @@ def audit_command(model: Path, data, blacklist: Path | None, out: Path, referenc
     """Loads everything the audit needs from paths and runs it; `settings` override AuditConfig fields.
     `data` and `blacklist` may be None for a checkpoint inside a training run (the run's own are used);
     `train_reference` trains a population reference that is not cached yet. Whatever can be refused (the output
-    folder, the settings, the split file) is refused before the corpus or a model is loaded."""
+    folder, the settings, the split file) is refused before the corpus or a model is loaded. Ends by printing the
+    sharing policy's verdict on the audit (the run's `share:` policy, else the defaults), as report.html opens."""
     check_audit_dir(out)
     model = Path(model)
     if not (model / "config.json").exists():
@@ -97,9 +99,13 @@ def audit_command(model: Path, data, blacklist: Path | None, out: Path, referenc
         if cfg is None:
             raise PPMLMError(f"--model {model} is not inside a training run: give --blacklist DIR")
         blacklist = training_blacklist(cfg, corpus, user_split, AutoTokenizer.from_pretrained(str(model)))
-    return audit_checkpoint(model, corpus, user_split, Blacklist.load(blacklist), out, epoch, config,
-                            resolve_reference(reference, cfg, train_reference), checkpoint_epsilon(model),
-                            policy=SharingPolicy.from_config(cfg.get("share")) if cfg is not None else None, canaries=canaries)
+    policy = SharingPolicy.from_config(cfg.get("share")) if cfg is not None else SharingPolicy()
+    figures = audit_checkpoint(model, corpus, user_split, Blacklist.load(blacklist), out, epoch, config,
+                               resolve_reference(reference, cfg, train_reference), checkpoint_epsilon(model), policy=policy,
+                               canaries=canaries)
+    print(f"wrote {out} (the scores files and .salt are sensitive; report.html and epoch-N.json hold counts only)")
+    print("\n".join(verdict_lines(figures, policy)), flush=True)
+    return figures
 
 
 def audit_settings(cfg, settings: dict) -> AuditConfig:

@@ -20,6 +20,7 @@ import torch
 
 from ppmlm.audit.attacks import all_attack_figures, user_rows_from_samples
 from ppmlm.audit.config import AuditConfig
+from ppmlm.audit.console import epoch_line
 from ppmlm.audit.exposure import exposure_figures
 from ppmlm.audit.identifiers import (
     AuditorGraph,
@@ -169,7 +170,7 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
         "reference": (getattr(reference.config, "_name_or_path", None) or "given model") if reference is not None else None,
         "audited": _sampled(samples, inputs.chunks_of_user, members, non_members, inputs.available, inputs.lent, config,
                             population_rows, neighbourhood),
-        "utility": _utility(samples, target),
+        "utility": _utility(samples, target, config),
         "privacy": privacy_score(training_identifiers, in_training_text, predicted_in_training, graph.training_occurrences,
                                  config.confidence),
         "privacy_independent": independent_privacy(*independent, training_identifiers, in_training_text, predicted_in_training,
@@ -191,7 +192,7 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
         write_jsonl(out_dir / f"scores-epoch-{epoch}-inversion.jsonl", inversion_rows)
     figures = write_epoch(out_dir, figures, sample_rows, user_rows, population_rows)
     write_report(out_dir, policy)
-    print(summary_line(figures, out_dir), flush=True)
+    print(epoch_line(figures, out_dir), flush=True)
     return figures
 
 
@@ -282,19 +283,42 @@ def _add_rmia_scores(sample_rows: list[dict], population_rows: list[dict], confi
         row["rmia_score"] = score
 
 
-def _utility(samples, results) -> dict:
-    """Masked whole-word accuracy on the non-members' chunks (the utility), and on the members' for the gap."""
+def _utility(samples, results, config: AuditConfig) -> dict:
+    """Masked whole-word accuracy on the non-members' chunks (the utility), and on the members' for the gap, each with
+    its bootstrap interval over users."""
     figures = {}
     for name, member in (("masked_word_accuracy", False), ("member_masked_word_accuracy", True)):
-        words = [p for s, r in zip(samples, results) if s.member == member for masking in r.predictions for p in masking]
+        pairs = [(s.user, p) for s, r in zip(samples, results) if s.member == member for masking in r.predictions
+                 for p in masking]
+        words = [p for _, p in pairs]
         if words:
             result = load_metric("masked_word_accuracy").compute(predictions=[p.predicted for p in words],
                                                                  references=[p.original for p in words])
             figures[name] = result["masked_word_accuracy"]
             figures[name.replace("accuracy", "count")] = result["words"]
+            figures[f"{name}_ci"] = _accuracy_interval(pairs, config)
         else:
             figures[name] = None
     return figures
+
+
+def _accuracy_interval(pairs: list, config: AuditConfig) -> list[float] | None:
+    """Percentile-bootstrap interval of a masked-word accuracy over the users behind its words (`pairs` of user and
+    prediction): a user's words are alike, so users, not words, are resampled, as for the attacks' intervals. None
+    without resamples."""
+    if not config.bootstrap_resamples:
+        return None
+    hits, totals = defaultdict(int), defaultdict(int)
+    for user, prediction in pairs:
+        hits[user] += prediction.correct
+        totals[user] += 1
+    users = list(totals)
+    hit, total = np.array([hits[u] for u in users], float), np.array([totals[u] for u in users], float)
+    draws = np.random.default_rng(config.seed).multinomial(len(users), np.full(len(users), 1 / len(users)),
+                                                           size=config.bootstrap_resamples)
+    tail = (1 - config.confidence) / 2
+    low, high = np.quantile(draws @ hit / (draws @ total), [tail, 1 - tail])
+    return [float(low), float(high)]
 
 
 def _reference_pass(reference, samples, plans, out_dir: Path, passes: dict) -> list[SampleResult]:
@@ -335,19 +359,3 @@ def attacks_not_run(attacks: dict, config: AuditConfig, with_reference: bool, po
     }
     return {attack: reason for attack, reason in reasons.items()
             if reason is not None and all(result is None for result in attacks[attack].values())}
-
-
-def summary_line(figures: dict, out_dir: Path) -> str:
-    """One line for logs: rates and counts, never a term or a user id."""
-    privacy, accuracy = figures["privacy"], figures["utility"]["masked_word_accuracy"]
-    aucs = [f"{attack.replace('_', ' ')} {levels['user']['auc']:.2f}"
-            for attack, levels in figures["attacks"].items() if levels["user"] is not None]
-    utility = f"{accuracy:.3f}" if accuracy is not None else "n/a"
-    independent = figures.get("privacy_independent")
-    against = (f", independent identifiers {independent['score']:.4f} ({independent['missed_by_blacklist']['leaked']} of "
-               f"{independent['missed_by_blacklist']['identifiers']} missed by the blacklist predicted)" if independent else "")
-    not_run = "".join(f"; {attack.replace('_', ' ')} not run: {reason}"
-                      for attack, reason in (figures.get("attacks_not_run") or {}).items())
-    return (f"audit epoch {figures['epoch']}: utility {utility}, privacy {privacy['score']:.4f} "
-            f"({privacy['leaked']} of {privacy['identifiers']} identifiers predicted){against}, "
-            f"user-level MIA AUC: {', '.join(aucs) or 'n/a'}{not_run} [{figures['seconds']:.0f}s, {out_dir / 'report.html'}]")
