@@ -7,6 +7,7 @@ The public API, one stage per line (README, "Python API"):
     build_features, PrivacyMaskingCollator                    tokenized chunks, masking that spares identifiers
     compose_config, train                                     a recipe's configuration, and training it
     audit_checkpoint, AuditConfig                             the membership-inference audit of a checkpoint
+    prepare_trainer_run, PrivacyAuditCallback                 the same in your own Hugging Face Trainer script
     push_run, SharingPolicy                                   sharing a checkpoint that passed its audit
 
 Names are imported on first use, so `import ppmlm` (and the `ppmlm` command) does not load torch or the
@@ -32,13 +33,15 @@ _HOMES = {
     "train": "ppmlm.pipeline",
     "audit_checkpoint": "ppmlm.audit.checkpoint",
     "AuditConfig": "ppmlm.audit.config",
+    "prepare_trainer_run": "ppmlm.hf",
+    "PrivacyAuditCallback": "ppmlm.hf",
     "push_run": "ppmlm.sharing.push",
     "SharingPolicy": "ppmlm.audit.policy",
 }
 
 __all__ = ["__version__", "load_corpus", "split_users", "UserSplit", "generate_synthetic", "build_blacklist", "Blacklist",
            "load_ner", "register_ner", "build_features", "PrivacyMaskingCollator", "compose_config", "train",
-           "audit_checkpoint", "AuditConfig", "push_run", "SharingPolicy"]
+           "audit_checkpoint", "AuditConfig", "prepare_trainer_run", "PrivacyAuditCallback", "push_run", "SharingPolicy"]
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` imports on first use
     from ppmlm.audit.checkpoint import audit_checkpoint
@@ -48,6 +51,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` 
     from ppmlm.corpus.loading import load_corpus
     from ppmlm.corpus.split import UserSplit, split_users
     from ppmlm.features import build_features
+    from ppmlm.hf import PrivacyAuditCallback, prepare_trainer_run
     from ppmlm.identifiers.blacklist import Blacklist, build_blacklist
     from ppmlm.identifiers.ner import load_ner, register_ner
     from ppmlm.masking.collator import PrivacyMaskingCollator

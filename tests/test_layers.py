@@ -22,6 +22,7 @@ LAYERS = [
     {"downstream"},
     {"config"},  # the typed run configuration: gathers the sections each stage owns
     {"pipeline"},  # the recipe layer: wires training, the audit and the downstream task
+    {"hf"},  # the recipe's data, masking and per-epoch audit inside a Hugging Face Trainer script
     {"cli"},
     {"__main__", "__init__"},  # `python -m ppmlm`, and the public API
 ]

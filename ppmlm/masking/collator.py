@@ -12,6 +12,8 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from ppmlm.errors import PPMLMError
+
 IGNORE_INDEX = -100
 
 
@@ -71,6 +73,11 @@ class PrivacyMaskingCollator:
         """Concatenates each column once and scatters it into padded tensors (one copy, no per-token loop)."""
         if len(features) == 0:
             raise ValueError("cannot collate an empty batch")
+        missing = [key for key in ("input_ids", "word_ids", "protected") if key not in features[0]]
+        if missing:
+            raise PPMLMError(f"the features have no {' and no '.join(missing)} column: the collator masks whole words and "
+                             "spares protected tokens, so it takes the rows of build_features whole (a Hugging Face "
+                             "Trainer drops these columns unless TrainingArguments(remove_unused_columns=False))")
         lengths = [len(f["input_ids"]) for f in features]
         for i, f in enumerate(features):
             for key in ("word_ids", "protected"):

@@ -79,12 +79,7 @@ def train(cfg, callbacks: Sequence[TrainingCallback] = ()) -> Path:
         if start_epoch and run.check_same_corpus(fingerprint, cfg.allow_resume_changes):
             changes.append("the corpus")
     if accelerator.is_main_process:
-        run.record_corpus(fingerprint)
-        write_atomically(run.config, cfg.to_yaml())
-        data.split.save(run.split)
-        # the blacklist's parameters and counts, never its terms (those stay in the sensitive cache)
-        write_atomically(run.blacklist_summary, json.dumps(
-            {key: data.blacklist.stats.get(key) for key in ("parameters", "counts")}, indent=1))
+        record_run(run, cfg, data, fingerprint)
         run.keep_metrics_until(start_epoch, {"event": "resume", "epoch": start_epoch, "changes": changes}
                                if start_epoch else None)
     accelerator.print(
@@ -154,6 +149,17 @@ def train(cfg, callbacks: Sequence[TrainingCallback] = ()) -> Path:
     run.release()
     accelerator.print(f"done: checkpoints in {run.checkpoints}")
     return run.path
+
+
+def record_run(run: RunDirectory, cfg, data, fingerprint: str) -> None:
+    """What a run directory records of its training before the first step (main process): the corpus fingerprint,
+    config.yaml, split.json, and the blacklist's parameters and counts, never its terms (those stay in the sensitive
+    cache). `ppmlm push`, `ppmlm audit` and a resume read them."""
+    run.record_corpus(fingerprint)
+    write_atomically(run.config, cfg.to_yaml())
+    data.split.save(run.split)
+    write_atomically(run.blacklist_summary, json.dumps(
+        {key: data.blacklist.stats.get(key) for key in ("parameters", "counts")}, indent=1))
 
 
 def load_model(model_cfg, tokenizer):
