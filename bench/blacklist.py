@@ -44,6 +44,15 @@ passes against its fine-tuning time per word, as the paper does (50,000 document
 It ends with `ner_words_per_s_per_core: X` and `graph_words_per_s: Y` (the `--ner none` build's words/s at
 the most processes).
 
+A trained detector (`--detector DIR`, a directory of `ppmlm detector train`; the other figures are then skipped):
+the full build of `--build-docs` realistic notes at `--detector-n-process` NER processes with `ner="default"` and
+with `ner="default+detector:DIR"` (the rules and the detector, their union), alternating, `--build-repeats` times;
+wall and CPU seconds (this process and its workers), medians. It ends with `detector_added_seconds: X` (median wall
+of the union build less that of the default one) and `detector_words_per_s: Y` (the notes' term words over the wall
+seconds of the detector alone, `load_ner("detector:DIR").spans`, at the same processes).
+
+    python bench/blacklist.py --detector runs/detector [--build-docs 2400] [--build-repeats 3]
+
 One long document (`--long-document MB [MB ...]`; the other figures are then skipped): `ppmlm blacklist` with the
 default NER and one process, run as its own process on a corpus of one user's single document of each size (the
 synthetic clinical notes one after the other), wall and CPU seconds (the command and its children) and its peak RSS
@@ -245,6 +254,34 @@ def full_build(corpus: datasets.Dataset, n_processes: list[int], repeats: int) -
               f"(this process and its NER workers)")
 
 
+def detector_cost(corpus: datasets.Dataset, directory: str, n_process: int, repeats: int) -> None:
+    """The full default build with and without the detector (alternating), then the detector alone."""
+    specs = ("default", f"default+detector:{directory}")
+    wall: dict[str, list[float]] = {spec: [] for spec in specs}
+    cpu: dict[str, list[float]] = {spec: [] for spec in specs}
+    words = 0
+    for _ in range(repeats):
+        for spec in specs:
+            before = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+            start = time.perf_counter()
+            words = build_blacklist(corpus, ner=spec, n_process=n_process, progress=False).stats["counts"]["word_occurrences"]
+            wall[spec].append(time.perf_counter() - start)
+            after = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+            cpu[spec].append(sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before)))
+    start = time.perf_counter()
+    for _ in load_ner(f"detector:{directory}").spans(list(corpus["text"]), n_process=n_process):
+        pass
+    alone = time.perf_counter() - start
+    print(f"full build of {len(corpus)} realistic notes ({words} term words), n_process={n_process}, {repeats} runs each "
+          f"(load average now: {os.getloadavg()[0]:.2f}):")
+    for spec in specs:
+        print(f"  ner={'default+detector:DIR' if spec != 'default' else spec}: wall {statistics.median(wall[spec]):.1f} s "
+              f"median ({', '.join(f'{t:.1f}' for t in wall[spec])}), CPU {statistics.median(cpu[spec]):.1f} s median")
+    print(f"  the detector alone: {alone:.1f} s wall, {words / alone:,.0f} words/s")
+    print(f"detector_added_seconds: {statistics.median(wall[specs[1]]) - statistics.median(wall[specs[0]]):.1f}")
+    print(f"detector_words_per_s: {words / alone:.0f}")
+
+
 class ProcessPeaks:
     """Peak RSS, in MiB, of this process and of the largest of its worker processes (sampled every 50 ms)."""
 
@@ -418,6 +455,8 @@ def main() -> None:
     parser.add_argument("--scale-shard-size", type=int, default=2000,
                         help="notes per shard: below notes / processes, a worker gets nothing to do")
     parser.add_argument("--train-run", help="a finished training run: price the passes against its fine-tuning")
+    parser.add_argument("--detector", metavar="DIR", help="a trained detector: measure what it adds to the full build only")
+    parser.add_argument("--detector-n-process", type=int, default=2, help="NER processes of the detector builds")
     parser.add_argument("--long-document", type=float, nargs="+", metavar="MB",
                         help="sizes of one long document to build a blacklist of: measure that only")
     args = parser.parse_args()
@@ -426,6 +465,9 @@ def main() -> None:
         return
     if args.scale_data:
         scaling(args)
+        return
+    if args.detector:
+        detector_cost(make_corpus(args.build_docs), args.detector, args.detector_n_process, args.build_repeats)
         return
 
     first_texts: list[str] = []

@@ -93,6 +93,67 @@ def _blacklist(args) -> None:
     print(f"wrote {args.out} (sensitive: it lists identifiers; never share it)")
 
 
+def _detector_train(args) -> None:
+    from ppmlm.corpus.loading import load_corpus
+    from ppmlm.detector.directory import check_out
+    from ppmlm.detector.training import TrainingSettings, train_detector
+
+    check_out(args.out)  # before the corpus is read and the encoder loaded
+    settings = TrainingSettings.from_options(vars(args))
+    settings.check()
+    corpus = load_corpus(args.data, args.text_column, args.user_column, args.doc_id_column)
+    train_detector(corpus, args.out, spans_from=args.spans_from, model=args.model, settings=settings, where=args.data)
+
+
+def _detector_evaluate(args) -> None:
+    import json
+
+    from ppmlm.corpus.loading import load_corpus
+    from ppmlm.detector.evaluation import evaluate_detector, table
+    from ppmlm.detector.training import TrainingSettings
+
+    if args.json is not None and (os.path.lexists(args.json) or not args.json.parent.is_dir()):
+        raise PPMLMError(f"--json {args.json}: " + ("exists; ppmlm never overwrites a file, choose another path"
+                                                     if os.path.lexists(args.json) else f"no directory {args.json.parent}"))
+    settings = TrainingSettings.from_options(vars(args))
+    settings.check()
+    corpus = load_corpus(args.data, args.text_column, args.user_column, args.doc_id_column)
+    results = evaluate_detector(corpus, args.folds, spans_from=args.spans_from, model=args.model, settings=settings,
+                                k=args.k, profile=args.profile, where=args.data)
+    print(table(results))
+    if args.json is not None:
+        with open(args.json, "x", encoding="utf-8") as handle:  # "x": a file that appeared meanwhile stays as it was
+            handle.write(json.dumps(results, indent=1) + "\n")
+        print(f"wrote {args.json} (counts and shares only)")
+
+
+def add_detector_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The corpus and training options of `ppmlm detector train` and `evaluate` (defaults: TrainingSettings)."""
+    parser.add_argument("--data", required=True, help="annotated corpus: JSONL, CSV, Parquet file or saved datasets directory")
+    parser.add_argument("--spans-from", default="phi", help="column of annotated spans, a list of {start, end, label} "
+                                                           "per record (default phi)")
+    parser.add_argument("--text-column", default="text")
+    parser.add_argument("--user-column", default="user_id")
+    parser.add_argument("--doc-id-column", default="doc_id")
+    parser.add_argument("--model", type=Path, help="encoder checkpoint directory with its tokenizer (default: the "
+                                                   "offline warm-start encoder, all-MiniLM-L6-v2)")
+    parser.add_argument("--epochs", type=positive_int, help="most epochs (default 4)")
+    parser.add_argument("--patience", type=positive_int, help="epochs without a lower held-out loss before stopping (1)")
+    parser.add_argument("--batch-size", type=positive_int, help="windows per optimizer step (16)")
+    parser.add_argument("--lr", type=number_in(0, 1, low_open=True), help="learning rate of the encoder (1e-4)")
+    parser.add_argument("--head-lr", type=number_in(0, 1, low_open=True), help="learning rate of the new tagging head (1e-3)")
+    parser.add_argument("--max-length", type=integer_from(8, "an integer of at least 8"), help="tokens per window (128)")
+    parser.add_argument("--stride", type=integer_from(0, "an integer of at least 0"),
+                        help="tokens a window shares with the one before it (32)")
+    parser.add_argument("--layers", type=positive_int, help="the encoder's first layers kept (2)")
+    parser.add_argument("--held-out", type=number_in(0, 1, low_open=True),
+                        help="share of users held out for early stopping and the threshold (0.15)")
+    parser.add_argument("--target-recall", type=number_in(0, 1, low_open=True),
+                        help="held-out word recall the decision threshold is chosen for (0.99)")
+    parser.add_argument("--seed", type=integer_from(0, "an integer of at least 0"), help="seed of the split and training (0)")
+    return parser
+
+
 def _train(args) -> None:
     from ppmlm.pipeline import train_from_overrides
 
@@ -120,7 +181,9 @@ def _audit(args) -> None:
 
 def _push(args) -> None:
     from ppmlm.sharing import SharingPolicy, push_run
+    from ppmlm.sharing.push import refuse_detector
 
+    refuse_detector(args.run_dir)  # before its (absent) config.yaml is looked for
     policy = SharingPolicy.for_run(args.run_dir).with_command_line(args.min_privacy_score, args.max_tpr)
     plan = push_run(args.run_dir, args.repo_id, epoch=args.epoch, local_dir=args.local_dir, private=args.private,
                     dry_run=args.dry_run, force=args.force, policy=policy)
@@ -238,6 +301,22 @@ def build_parser() -> argparse.ArgumentParser:
                                 "resumes from them (default: .OUT.shards beside --out)")
     blacklist.add_argument("--from", dest="from_dir", help="re-threshold a saved blacklist at a new --k, without reading text")
     blacklist.set_defaults(run=_blacklist)
+
+    detector = commands.add_parser("detector", help="a detector trained on your annotated notes: train it, evaluate it")
+    detector_commands = detector.add_subparsers(dest="detector_command", required=True)
+    detector_train = add_detector_arguments(detector_commands.add_parser(
+        "train", help="fine-tune a token classifier on the annotated spans (also under accelerate launch -m ppmlm)"))
+    detector_train.add_argument("--out", type=Path, required=True,
+                                help="directory of the detector (new, empty or a detector; sensitive: never share it)")
+    detector_train.set_defaults(run=_detector_train)
+    detector_evaluate = add_detector_arguments(detector_commands.add_parser(
+        "evaluate", help="K folds by user: the rules, the detector and both, measured on users each detector never saw"))
+    detector_evaluate.add_argument("--folds", type=integer_from(2, "an integer of at least 2"), default=2)
+    detector_evaluate.add_argument("--k", type=positive_int, default=2,
+                                   help="the blacklists' k (a term of fewer users is an indirect identifier)")
+    detector_evaluate.add_argument("--profile", choices=PROFILES, default=DEFAULT_PROFILE, help="the rules' profile")
+    detector_evaluate.add_argument("--json", type=Path, help="also write the figures to this new file")
+    detector_evaluate.set_defaults(run=_detector_evaluate)
 
     train = add_train_arguments(commands.add_parser("train", help="train with a recipe (same as python train.py)"))
     train.set_defaults(run=_train)

@@ -19,6 +19,7 @@ LAYERS = [
     {"audit"},  # a library: it never trains (the pipeline hands it a trainer for the reference model)
     {"sharing"},
     {"training"},
+    {"detector"},  # a tagger trained on a team's annotations (training), measured by blacklists (identifiers)
     {"downstream"},
     {"config"},  # the typed run configuration: gathers the sections each stage owns
     {"pipeline"},  # the recipe layer: wires training, the audit and the downstream task

@@ -16,6 +16,7 @@ from huggingface_hub import ModelCard
 
 from ppmlm.audit.policy import Check, SharingPolicy
 from ppmlm.errors import PPMLMError
+from ppmlm.identifiers.ner.detector_dir import enclosing_detector
 from ppmlm.rundir import RunDirectory
 from ppmlm.sharing.card import build_model_card, verdict
 from ppmlm.sharing.checkpoint import RunCheckpoint, load_run_checkpoint
@@ -104,15 +105,25 @@ def upload(plan: SharePlan, private: bool) -> str:
     return str(url)
 
 
+def refuse_detector(path) -> None:
+    """A trained detector is never exported, --force or not: one given to push, or a checkpoint inside one."""
+    detector = enclosing_detector(path)
+    if detector is not None:
+        where = "is" if detector == Path(path).resolve() else f"lies inside {detector}, which is"
+        raise PPMLMError(f"{path}: {where} a trained detector (ppmlm detector train); it may have memorized names of the "
+                         "notes it was trained on and is never pushed: keep it where those notes may be read")
+
+
 def push_run(run_dir, repo_id: str, epoch: int | None = None, local_dir=None, private: bool = False, dry_run: bool = False,
              force: bool = False, policy: SharingPolicy | None = None) -> SharePlan:
     """Shares checkpoint `epoch` (default: the last complete one) of a training run: to `local_dir` when
     given (no network), else to the Hub repository `repo_id`; `dry_run` writes nothing anywhere.
 
-    Raises PPMLMError when the epoch has no audit; UnverifiedAuditError when the audit does not speak for
-    these weights (edited, stale, or measured against another blacklist or split: `RunCheckpoint.unverified`)
-    and PolicyError when its audit breaks `policy` (default: the run's `share:` settings), both unless
-    `force`, which exports and says so in the card. A dry run returns the plan with its policy failures.
+    Raises PPMLMError when the epoch has no audit or the folder is a trained detector (`refuse_detector`, even with
+    `force`); UnverifiedAuditError when the audit does not speak for these weights (edited, stale, or measured
+    against another blacklist or split: `RunCheckpoint.unverified`) and PolicyError when its audit breaks `policy`
+    (default: the run's `share:` settings), both unless `force`, which exports and says so in the card. A dry run
+    returns the plan with its policy failures.
     """
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
@@ -120,7 +131,9 @@ def push_run(run_dir, repo_id: str, epoch: int | None = None, local_dir=None, pr
         validate_repo_id(repo_id)
     except HFValidationError as error:
         raise PPMLMError(f"--repo-id {repo_id!r}: {error}") from None
+    refuse_detector(run_dir)
     shared = load_run_checkpoint(run_dir, epoch)
+    refuse_detector(shared.path)
     if shared.unverified and not force:
         raise UnverifiedAuditError(
             f"{shared.run_dir} epoch {shared.epoch}: its audit does not speak for the weights being shared: "
