@@ -66,3 +66,17 @@ def _detector_backend(arg: str | None):
     from ppmlm.identifiers.ner.tagger import Tagger  # transformers takes seconds to import: only a detector needs it
 
     return Tagger.load(arg)
+
+
+@register_ner("presidio")
+def _presidio_backend(arg: str | None):
+    """Microsoft Presidio's analyzer on our spaCy model (presidio.py), with the extra ppmlm[presidio]; "presidio:T"
+    keeps its results of score T or more."""
+    try:  # an optional dependency: only this backend needs it
+        from ppmlm.identifiers.ner.presidio import PresidioNER, parse_threshold
+    except ModuleNotFoundError as error:
+        if (error.name or "").partition(".")[0] not in ("presidio_analyzer", "tldextract"):
+            raise
+        raise NERError('the "presidio" NER backend needs Presidio, which is not installed: '
+                       'pip install "ppmlm[presidio]"') from None
+    return PresidioNER(parse_threshold(arg))
