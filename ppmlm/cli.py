@@ -170,7 +170,8 @@ def _audit(args) -> None:
     others = {"maskings": args.maskings, "max_length": args.max_length, "batch_size": args.batch_size, "seed": args.seed,
               "identifiers_from": args.identifiers_from, "bootstrap_resamples": args.bootstrap_resamples,
               "lend_population": args.lend_population, "rmia_population_chunks": args.rmia_population,
-              "rmia_offline_a": args.rmia_a, "rmia_gamma": args.rmia_gamma, "neighbours": args.neighbours}
+              "rmia_offline_a": args.rmia_a, "rmia_gamma": args.rmia_gamma, "neighbours": args.neighbours,
+              "privacy_probe": args.privacy_probe}
     settings.update({key: value for key, value in others.items() if value is not None})
     if args.mask_each_word:
         settings["mask_each_word"] = True
@@ -357,6 +358,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="RMIA's threshold gamma on the ratio of ratios (default: the run's)")
     audit.add_argument("--neighbours", type=count_or_off, metavar="N",
                        help="neighbours per chunk of the neighbourhood attack (0: off)")
+    audit.add_argument("--privacy-probe", choices=("all", "sampled"),
+                       help="all: the privacy scores probe every identifier occurrence of every member chunk, and of "
+                            "the audited non-members' as the baseline (the default: a run's audit.privacy_probe final or all "
+                            "probes in ppmlm audit); sampled: read them from the random maskings of the audited chunks only "
+                            "(faster, an estimate)")
     audit.add_argument("--text-column")
     audit.add_argument("--user-column")
     audit.add_argument("--doc-id-column")
