@@ -175,7 +175,8 @@ class AuditAfterEachEpoch:
 
     def on_train_begin(self, run, data, accelerator) -> None:
         reference = resolve_reference(self.cfg.audit.reference, OmegaConf.create(self.cfg.resolved), train_reference)
-        self.audits = TrainingAudits(self.cfg.audit.settings, data, run.audit, reference, self.cfg.share.policy)
+        self.audits = TrainingAudits(self.cfg.audit.settings, data, run.audit, reference, self.cfg.share.policy,
+                                     final_epoch=self.cfg.train.epochs)
         self.main = accelerator.is_main_process
         if accelerator.is_main_process:
             for epoch in run.unaudited_epochs():

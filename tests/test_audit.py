@@ -9,7 +9,6 @@ import re
 import shutil
 import subprocess
 import sys
-from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,7 +24,8 @@ from sklearn.metrics import roc_auc_score
 from ppmlm.audit import AuditConfig, run_audit
 from ppmlm.audit.checkpoint import settings_digest
 from ppmlm.audit.command import audit_command
-from ppmlm.audit.identifiers import AuditorGraph, Identifiers, WordReader, identifier_count, privacy_score
+from ppmlm.audit.identifiers import AuditorGraph, Identifiers, SpanWords, WordReader, identifier_count
+from ppmlm.audit.occurrences import ChunkKeys, Guesses, Occurrence, find_occurrences, probe_plans, side_figures
 from ppmlm.audit.outputs import SIGNATURE, audit_secret, signature
 from ppmlm.audit.reference import reference_checkpoint, reference_config, resolve_reference
 from ppmlm.audit.sampling import Sample, build_samples, masking_plan
@@ -93,19 +93,55 @@ def test_scoring_matches_a_plain_forward_pass(bert_tokenizer):
     assert model.training is False
 
 
-def test_privacy_score_and_identifier_count_by_hand():
-    identifiers = Identifiers({"ann": {"direct"}, "zed": {"indirect"}, "q7": {"direct", "indirect"}, "far": {"indirect"}}, 2)
-    predicted = Counter({"ann": 3, "common": 10, "far": 1})
-    result = privacy_score(identifiers, {"ann", "zed", "q7", "common"}, predicted, {"ann": 5, "far": 2, "zed": 1})
+def test_privacy_figures_and_identifier_count_by_hand():
+    """Three identifiers occur in a chunk; the model writes "ann" at its own place and in the place of "zed", and "far",
+    which the chunk does not hold, in ordinary text twice."""
+    identifiers = Identifiers({"ann": {"direct"}, "zed": {"indirect"}, "q7": {"direct", "indirect"}, "far": {"indirect"}},
+                              2, labels={"ann": {"NAME"}, "far": {"DATE"}})
+    chunk = ("doc", 0)
+    occurrences = [Occurrence(chunk, (1,), ("ann",)), Occurrence(chunk, (3,), ("zed",)), Occurrence(chunk, (5,), ("q7",))]
+    guesses = Guesses(reader=None)
+    for word, original, predicted in ((1, "ann", "ann"), (3, "zed", "ann"), (5, "q7", "zzz"), (7, "the", "far"),
+                                      (7, "the", "far"), (8, "of", "common")):
+        guesses.at[(chunk, word)][predicted] += 1
+        guesses.original[(chunk, word)] = original
+    result = side_figures(identifiers, occurrences, guesses, guesses, 0.95, {"ann": 5, "far": 2, "zed": 1})
     assert (result["identifiers"], result["leaked"]) == (3, 1) and result["score"] == pytest.approx(2 / 3)
     assert {k: result["direct"][k] for k in ("identifiers", "leaked", "score")} == {"identifiers": 2, "leaked": 1, "score": 0.5}
     assert {k: result["indirect"][k] for k in ("identifiers", "leaked", "score")} == {"identifiers": 2, "leaked": 0, "score": 1.0}
     assert result["indirect"]["score_ci"][1] == 1.0 and 0 < result["indirect"]["score_ci"][0] < 1.0
+    assert result["by_label"]["NAME"]["leaked"] == 1 and result["by_label"]["DATE"]["identifiers"] == 0
+    assert {k: result["occurrences"][k] for k in ("probed", "predicted")} == {"probed": 3, "predicted": 1}  # zed: not itself
+    assert result["occurrences"]["direct"]["probed"] == 2 and result["occurrences"]["indirect"]["predicted"] == 0
+    assert result["predicted_where"] == {"own_occurrence": 1, "another_identifier": 1, "ordinary_text": 1}
     assert result["leaked_elsewhere"] == 1 and result["ngram_identifiers_not_scored"] == 2
-    assert result["regurgitation"] == {"training_occurrences": [2, 5], "predictions": [1, 3]}
-    assert privacy_score(identifiers, set(), predicted, {})["score"] == 1.0  # nothing audited: nothing leaked
+    assert result["elsewhere"] == {"identifiers": 1, "direct": 0, "indirect": 1, "by_label": {"DATE": 1},
+                                   "another_identifier": 0, "ordinary_text": 1,
+                                   "predictions": {"another_identifier": 0, "ordinary_text": 2}}
+    assert result["regurgitation"] == {"training_occurrences": [2, 5], "predictions": [2, 2]}
+    assert side_figures(identifiers, [], Guesses(None), Guesses(None), 0.95, {})["score"] == 1.0  # nothing audited
     assert identifier_count({"a", "b", "c"}, {"b", "x"}) == (1, pytest.approx(1 / 3))
     assert identifier_count(set(), {"b"}) == (0, 0.0)
+
+
+def test_gold_occurrences_are_spans_and_far_apart_ones_share_a_masked_input():
+    """A gold span is one occurrence, its words masked together, in each chunk it reaches; occurrences at least the gap
+    apart share an input, closer ones do not, and the same words of two answer keys are masked once."""
+    terms = [f"w{i}" for i in range(12)]
+    terms[4] = None  # punctuation inside a span is not masked
+    chunk = Sample("u", "doc", 1, True, np.arange(14), np.array([-1, *range(12), -1]), terms, first_word=10)
+    gold = Identifiers({}, 0, spans={"doc": [SpanWords(8, 11, "NAME", False), SpanWords(13, 16, "DATE", True),
+                                             SpanWords(21, 30, "ID", False), SpanWords(40, 41, "AGE", False)]})
+    gold.kinds = {f"w{i}": {"direct"} for i in range(12)}
+    keys = ChunkKeys(SimpleNamespace(key=lambda term: term))
+    found = find_occurrences([chunk], gold, keys)
+    assert [(o.words, o.label, o.unprotected) for o in found] == [((0,), "NAME", False), ((3, 5), "DATE", True),
+                                                                  ((11,), "ID", False)]
+    terms_key = Identifiers({"w0": {"indirect"}, "w9": {"direct"}}, 0)
+    found += find_occurrences([chunk], terms_key, keys)  # w0 is both a term and a gold span's word: one masked input
+    assert [plan.tolist() for plan in probe_plans([chunk], found, gap=5)[0]] == [[0, 9], [3, 5, 11]]
+    assert [plan.tolist() for plan in probe_plans([chunk], found, gap=None)[0]] == [[0], [3, 5], [9], [11]]
+    assert [plan.tolist() for plan in probe_plans([chunk], found, gap=1)[0]] == [[0, 3, 5, 9, 11]]
 
 
 def test_words_are_compared_as_the_model_sees_them(bert_tokenizer):
@@ -241,13 +277,19 @@ def test_a_leak_the_blacklist_misses_is_found_by_the_independent_audit(memorizat
     independent = figures["privacy_independent"]
     assert independent["source"] == "gold spans of corpus column 'phi'"
     assert (independent["identifiers"], independent["leaked"], independent["score"]) == (1, 1, 0.0)
-    assert independent["missed_by_blacklist"] == {"identifiers": 1, "leaked": 1}
+    assert independent["missed_by_blacklist"] == {"identifiers": 1, "leaked": 1, "occurrences": 18, "occurrences_predicted": 18}
+    assert independent["occurrences"]["probed"] == 18 and independent["probe"]["every_occurrence"]  # 6 members x 3 notes
+    assert independent["baseline"]["occurrences"]["probed"] == 18  # the non-members' notes: a word the language teaches
     assert independent["by_label"]["NAME"]["leaked"] == 1 and independent["direct"]["leaked"] == 1
-    assert "missed by the training blacklist" in (tmp_path / "gold" / "report.html").read_text()
+    report = (tmp_path / "gold" / "report.html").read_text()
+    assert "missed by the training blacklist" in report and "blind (no model)" in report
+    assert "Identifiers predicted outside the probed chunks (independent identifiers)" in report
+    assert set(figures["attacks"]["blind"]) == {"sample", "user"}
 
     setup.blacklist.save(tmp_path / "same-blacklist")  # the training blacklist as the answer key: nothing missed
     again = run_audit(protected_model, setup.tokenizer, corpus, setup.split, setup.blacklist, tmp_path / "same", 1,
-                      AuditConfig(max_length=64, identifiers_from=str(tmp_path / "same-blacklist"), **QUIET))
+                      AuditConfig(max_length=64, identifiers_from=str(tmp_path / "same-blacklist"), **QUIET), final=False)
+    assert not again["privacy"]["probe"]["every_occurrence"]  # an audit before the final one reads its sampled chunks
     assert again["privacy_independent"]["missed_by_blacklist"] == {"identifiers": 0, "leaked": 0}
     assert again["privacy_independent"]["score"] == again["privacy"]["score"]
     assert run_audit(protected_model, setup.tokenizer, setup.corpus, setup.split, setup.blacklist, tmp_path / "auto", 1,

@@ -10,14 +10,18 @@ Scores follow one convention: higher means "more likely a member".
   the reference model the sample's dominates.
 - neighbourhood (Mattern et al., ppmlm.audit.neighbourhood): the mean loss of neighbours made by swapping a
   word for the model's own guess, minus the sample's loss.
+- blind (ppmlm.audit.blind): no attack on the model but a check of the split: a classifier of the text alone,
+  cross-validated by user. Not a check of the sharing policy's TPR bounds: it says whether the others can be read.
 A user's sample-level scores are the means over their samples that have one (Jagannatha et al.'s groups).
 """
 from __future__ import annotations
 
+from ppmlm.audit.blind import BLIND
 from ppmlm.audit.roc import roc_figures
 
 SAMPLE_ATTACKS = ("loss", "likelihood_ratio", "rmia", "neighbourhood")
 USER_ATTACKS = ("loss", "likelihood_ratio", "rmia", "neighbourhood", "identifier_count", "identifier_share")
+MODEL_FREE = (BLIND,)  # scored per sample without the model (ppmlm.audit.blind), read like the sample attacks
 
 
 def attack_figures(rows: list[dict], attack: str, config) -> dict | None:
@@ -39,7 +43,8 @@ def all_attack_figures(sample_rows: list[dict], user_rows: list[dict], config) -
             "user": attack_figures(user_rows, attack, config),
         }
         for attack in USER_ATTACKS
-    }
+    } | {attack: {level: attack_figures(rows, attack, config) for level, rows in (("sample", sample_rows), ("user", user_rows))}
+         for attack in MODEL_FREE}
 
 
 def user_rows_from_samples(sample_rows: list[dict], identifier_scores: dict[str, tuple[int, int, float]]) -> list[dict]:
@@ -51,8 +56,8 @@ def user_rows_from_samples(sample_rows: list[dict], identifier_scores: dict[str,
     for user, samples in by_user.items():
         identifiers, predicted, share = identifier_scores[user]
         row = {"user": user, "member": samples[0]["member"], "samples": len(samples)}
-        for attack in SAMPLE_ATTACKS:
-            values = [s[f"{attack}_score"] for s in samples if s[f"{attack}_score"] is not None]
+        for attack in SAMPLE_ATTACKS + MODEL_FREE:
+            values = [s[f"{attack}_score"] for s in samples if s.get(f"{attack}_score") is not None]
             row[f"{attack}_score"] = sum(values) / len(values) if values else None
         row.update(identifiers=identifiers, identifiers_predicted=predicted,
                    identifier_count_score=predicted, identifier_share_score=share)

@@ -59,12 +59,13 @@ def run_settings_digest(checkpoint) -> str | None:
 def audit_checkpoint(checkpoint, corpus, split, blacklist, out_dir, epoch: int, config: AuditConfig = AuditConfig(),
                      reference=None, epsilon: dict | None = None, device: str | None = None,
                      policy: SharingPolicy | None = None, canaries: list | None = None,
-                     inputs: AuditInputs | None = None) -> dict:
+                     inputs: AuditInputs | None = None, final: bool = True) -> dict:
     """`run_audit` on the model and tokenizer saved in `checkpoint`, recording the sha256 of its weights files and of
     its run's training settings, the DP-SGD settings of its privacy.json and what its public warm start saw (its
     warm_start.json: sources and counts, signed with the figures for the model card); `reference` is a checkpoint path or
     None, `policy` the sharing policy the report's verdict applies, `canaries` those planted in the corpus (their
-    exposure is measured), `inputs` the audit's prepared inputs (None: prepared here)."""
+    exposure is measured), `inputs` the audit's prepared inputs (None: prepared here), `final` whether it is the last audit
+    of a run or a standalone one (`audit.privacy_probe: final` probes every identifier occurrence then)."""
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     tokenizer = AutoTokenizer.from_pretrained(str(checkpoint))
     weights = weights_digests(checkpoint)  # before loading: the digests are of what the model is loaded from
@@ -75,18 +76,20 @@ def audit_checkpoint(checkpoint, corpus, split, blacklist, out_dir, epoch: int, 
                          f"the audited model {model.config.vocab_size}: they must share the tokenizer")
     return run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch, config, reference_model, epsilon, weights,
                      policy, canaries, inputs, dp_settings=dp_settings(checkpoint), settings=run_settings_digest(checkpoint),
-                     warm_start=warm_start_seen(checkpoint))
+                     warm_start=warm_start_seen(checkpoint), final=final)
 
 
 class TrainingAudits:
     """The audits of a training run's epochs (main process only), with the run's audit settings `config`, outputs in
     `out_dir` (the run's audit/). `reference` is the resolved reference checkpoint (or None), trained before
     training starts, on every process (`reference_checkpoint(cfg, train)`). The inputs every epoch shares
-    (`AuditInputs`) are prepared by the first audit and kept for the others."""
+    (`AuditInputs`) are prepared by the first audit and kept for the others. `final_epoch` is the run's last epoch, whose
+    audit probes every identifier occurrence by default (None: every audit is taken as final)."""
 
-    def __init__(self, config: AuditConfig, run_data, out_dir, reference=None, policy: SharingPolicy | None = None):
+    def __init__(self, config: AuditConfig, run_data, out_dir, reference=None, policy: SharingPolicy | None = None,
+                 final_epoch: int | None = None):
         self.config, self.run_data, self.out_dir = config, run_data, Path(out_dir)
-        self.reference, self.policy = reference, policy
+        self.reference, self.policy, self.final_epoch = reference, policy, final_epoch
         self.inputs: AuditInputs | None = None
 
     def audit(self, checkpoint, epoch: int) -> dict:
@@ -97,7 +100,7 @@ class TrainingAudits:
                                         data.blacklist, self.config, with_reference=self.reference is not None)
         return audit_checkpoint(checkpoint, data.corpus, data.split, data.blacklist, self.out_dir, epoch, self.config,
                                 self.reference, checkpoint_epsilon(checkpoint), policy=self.policy, canaries=data.canaries,
-                                inputs=self.inputs)
+                                inputs=self.inputs, final=self.final_epoch is None or epoch >= self.final_epoch)
 
     def verdict(self) -> list[str]:
         """The verdict report.html opens with, on the latest audited epoch, its reasons and what would resolve it: the

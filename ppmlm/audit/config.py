@@ -8,11 +8,12 @@ from pathlib import Path
 from ppmlm.audit.inversion import InversionSettings
 from ppmlm.corpus.canaries import CanarySettings
 from ppmlm.errors import ConfigError
-from ppmlm.section import Section, checked, flag, integer, number, plain, refuse_unknown, text
+from ppmlm.section import Section, checked, choice, flag, integer, number, plain, refuse_unknown, text
 
 TOKENS_PER_USER = 320  # two 128-token chunks, a third when it is short: bench/audit.py, docs/audit.md
 REFERENCES = ("population", "base", "none")
 AUTO_NEIGHBOURS = 4  # neighbours per chunk when `neighbours` is None and the audit has no reference model
+PROBES = ("final", "all", "sampled")  # audit.privacy_probe: when every identifier occurrence of every member is probed
 
 
 def check_lend(lend) -> None:
@@ -96,6 +97,10 @@ class AuditConfig(Section):
     fpr_levels: tuple[float, ...] = checked(None, (0.001, 0.01, 0.1))
     identifiers_from: str | None = checked(text(nullable=True), "auto")  # independent answer key: a corpus column of
     # gold spans, a blacklist directory, "auto" (column phi when the corpus has it) or None
+    privacy_probe: str = checked(choice(*PROBES), "final")  # every identifier occurrence of every member chunk probed:
+    # at the final epoch and in `ppmlm audit` (final), at every epoch (all), never (sampled: the audited chunks' maskings)
+    probe_gap_words: int | None = checked(integer(minimum=1, nullable=True), 8)  # occurrences at least this many words
+    # apart share a masked input of the probe; None: one occurrence per input (docs/audit.md, Privacy score)
     bootstrap_resamples: int = checked(integer(minimum=0), 1000)  # of the users, for the attacks' intervals (seeded by
     # `seed`)
     confidence: float = checked(number(low=0, high=1, low_open=True, high_open=True), 0.95)  # of every interval:
@@ -140,6 +145,9 @@ class AuditConfig(Section):
         if self.neighbour_chunks_per_user is not None and self.neighbour_chunks_per_user < 1:
             raise ValueError(f"neighbour_chunks_per_user must be at least 1 (or None for all), "
                              f"got {self.neighbour_chunks_per_user}")
+        if self.privacy_probe not in PROBES or (self.probe_gap_words is not None and self.probe_gap_words < 1):
+            raise ValueError(f"privacy_probe must be one of {', '.join(PROBES)} and probe_gap_words at least 1 (or None: one "
+                             f"occurrence per masked input), got {self.privacy_probe!r}, {self.probe_gap_words}")
         if self.batch_size < 1 or self.max_length < 4:
             raise ValueError("batch_size must be at least 1 and max_length at least 4")
         object.__setattr__(self, "fpr_levels", tuple(float(level) for level in self.fpr_levels))

@@ -9,9 +9,9 @@ tokenizer's own normalizer (an uncased model can only ever say "smith", so "Smit
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -51,15 +51,27 @@ class WordReader:
         return self._decoded[prediction.predicted]
 
 
+class SpanWords(NamedTuple):
+    """A gold span as its document's words first to stop - 1, with its category, and whether training left one of its
+    words unprotected (neither a blacklist term nor inside the blacklist's span there)."""
+
+    first: int
+    stop: int
+    label: str
+    unprotected: bool
+
+
 @dataclass
 class Identifiers:
     """One-word identifiers by key, with their kinds (and categories, when known), and how many n-gram ones
-    are left out."""
+    are left out. With `spans` (gold annotations), an identifier occurs where a span covers it; without, wherever
+    its word is written (a blacklist protects every occurrence of its terms)."""
 
     kinds: dict[str, set[str]]
     ngrams_not_scored: int
     labels: dict[str, set[str]] = field(default_factory=dict)
     unprotected: set[str] | None = None  # keys with an occurrence the training blacklist left unprotected
+    spans: dict[str, list[SpanWords]] | None = None  # each document's gold spans, by first word
 
     @classmethod
     def from_spans(cls, corpus, column: str, users: set[str], segmenter, reader: WordReader, training) -> "Identifiers":
@@ -74,22 +86,30 @@ class Identifiers:
         spans = gold_spans(documents, column)
         labels: dict[str, set[str]] = {}
         unprotected: set[str] = set()
+        located: dict[str, list[SpanWords]] = {}
         for doc_id, words in zip(documents["doc_id"], segmenter.pipe(documents["text"])):
             if doc_id not in spans:
                 continue
             protected = training.protected_words(words, doc_id)
             for span, first, stop in zip(spans[doc_id], *span_words(words, spans[doc_id])):
+                exposed = False
                 for i in range(first, stop):
                     key = reader.key(words.terms[i])
                     if key is not None:
                         labels.setdefault(key, set()).add(span.label)
                         if not protected[i]:
                             unprotected.add(key)
-        return cls({key: {DIRECT} for key in labels}, 0, labels, unprotected)
+                            exposed = True
+                located.setdefault(doc_id, []).append(SpanWords(int(first), int(stop), span.label, exposed))
+        for doc_spans in located.values():
+            doc_spans.sort()
+        return cls({key: {DIRECT} for key in labels}, 0, labels, unprotected, located)
 
     @classmethod
     def from_blacklist(cls, blacklist, reader: WordReader) -> "Identifiers":
+        """The blacklist's one-word terms with their kinds and, for direct ones, the NER categories that tagged them."""
         kinds: dict[str, set[str]] = {}
+        labels: dict[str, set[str]] = {}
         ngrams = 0
         for term, entry in blacklist.terms.items():
             if entry.n > 1 or " " in term:
@@ -98,45 +118,23 @@ class Identifiers:
             key = reader.key(term)
             if key is not None:
                 kinds.setdefault(key, set()).update((DIRECT, INDIRECT) if entry.kind == BOTH else (entry.kind,))
-        return cls(kinds, ngrams)
+                if entry.labels:
+                    labels.setdefault(key, set()).update(entry.labels)
+        return cls(kinds, ngrams, labels)
+
+
+def never_predicted(total: int, predicted: int, confidence: float) -> dict:
+    """Share of `total` identifiers (or occurrences) never predicted, with its Clopper-Pearson interval (exact binomial;
+    None when there are none)."""
+    if not total:
+        return {"score": 1.0, "score_ci": None}
+    low, high = binomtest(predicted, total).proportion_ci(confidence, method="exact")
+    return {"score": 1.0 - predicted / total, "score_ci": [1.0 - float(high), 1.0 - float(low)]}
 
 
 def leak_share(keys: set[str], hits: set[str], confidence: float) -> dict:
-    """Share of `keys` never predicted, with its Clopper-Pearson interval (exact binomial over the audited
-    identifiers; None when there are none)."""
-    if not keys:
-        return {"identifiers": 0, "leaked": 0, "score": 1.0, "score_ci": None}
-    low, high = binomtest(len(hits), len(keys)).proportion_ci(confidence, method="exact")
-    return {"identifiers": len(keys), "leaked": len(hits), "score": 1.0 - len(hits) / len(keys),
-            "score_ci": [1.0 - float(high), 1.0 - float(low)]}
-
-
-def privacy_score(identifiers: Identifiers, in_audited_text: set[str], predicted: Counter,
-                  training_occurrences: dict[str, int], confidence: float = 0.95) -> dict:
-    """Share of identifiers never predicted (1.0: none leaked), over the identifiers that occur in the
-    audited training chunks, for all of them and per kind; identifiers predicted although absent from the
-    audited chunks are counted apart (`leaked_elsewhere`). Each score has its exact binomial interval at
-    `confidence` (`score_ci`). `regurgitation` pairs, for every predicted
-    identifier, its occurrences in training with the times it was predicted (Figure 5): counts only."""
-    scope = {key for key in in_audited_text if key in identifiers.kinds}
-    leaked = {key for key in scope if predicted[key] > 0}
-    elsewhere = {key for key in identifiers.kinds if key not in scope and predicted[key] > 0}
-
-    by_kind = {kind: leak_share({k for k in scope if kind in identifiers.kinds[k]},
-                                {k for k in leaked if kind in identifiers.kinds[k]}, confidence)
-               for kind in (DIRECT, INDIRECT)}
-    by_label = {label: leak_share({k for k in scope if label in identifiers.labels.get(k, ())},
-                                  {k for k in leaked if label in identifiers.labels.get(k, ())}, confidence)
-                for label in sorted(set().union(*identifiers.labels.values()))}
-    pairs = sorted((training_occurrences.get(key, 0), predicted[key]) for key in leaked | elsewhere)
-    return {
-        **leak_share(scope, leaked, confidence),
-        **by_kind,
-        **({"by_label": by_label} if identifiers.labels else {}),
-        "leaked_elsewhere": len(elsewhere),
-        "ngram_identifiers_not_scored": identifiers.ngrams_not_scored,
-        "regurgitation": {"training_occurrences": [p[0] for p in pairs], "predictions": [p[1] for p in pairs]},
-    }
+    """Share of `keys` never predicted, with its Clopper-Pearson interval over the audited identifiers."""
+    return {"identifiers": len(keys), "leaked": len(hits), **never_predicted(len(keys), len(hits), confidence)}
 
 
 def independent_identifiers(spec: str | None, corpus, members: set[str], training, reader: WordReader):
@@ -152,19 +150,6 @@ def independent_identifiers(spec: str | None, corpus, members: set[str], trainin
     column = AUTO_COLUMN if spec == AUTO else spec
     return (Identifiers.from_spans(corpus, column, members, training.segmenter, reader, training),
             f"gold spans of corpus column {column!r}")
-
-
-def independent_privacy(identifiers: Identifiers, source: str, training: Identifiers, in_audited_text: set[str],
-                        predicted: Counter, training_occurrences: dict[str, int], confidence: float) -> dict:
-    """`privacy_score` against an independent answer key, and `missed_by_blacklist`: how many of its
-    identifiers in the audited chunks training left unprotected (gold spans: at one occurrence at least;
-    another blacklist: not among the training blacklist's one-word terms), and how many of those the model
-    predicted."""
-    figures = privacy_score(identifiers, in_audited_text, predicted, training_occurrences, confidence)
-    missed = {key for key in in_audited_text if key in identifiers.kinds
-              and (key in identifiers.unprotected if identifiers.unprotected is not None else key not in training.kinds)}
-    leaked = {key for key in missed if predicted[key] > 0}
-    return {"source": source, **figures, "missed_by_blacklist": {"identifiers": len(missed), "leaked": len(leaked)}}
 
 
 class AuditorGraph:

