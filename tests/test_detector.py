@@ -193,3 +193,18 @@ def test_blacklist_command_runs_the_rules_and_the_detector(detector, tmp_path, c
     assert stats["counts"]["spans_by_source"].get("detector", 0) + stats["counts"]["spans_by_source"].get(
         "default+detector", 0) >= 3  # the planted name, in every note
     assert stats["counts"]["gold_coverage"] == 1.0
+
+
+def test_a_cached_blacklist_is_keyed_by_the_detector_it_was_built_with(detector, tmp_path):
+    import shutil
+
+    from ppmlm.identifiers.ner import ner_rules_digest
+
+    out, _ = detector
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    union = ner_rules_digest(f"default+detector:{copy}")
+    assert union not in (None, ner_rules_digest("default")) and union == ner_rules_digest(f"default+detector:{out}")
+    settings = json.loads((copy / "detector.json").read_text())
+    (copy / "detector.json").write_text(json.dumps(dict(settings, threshold=settings["threshold"] / 2)))
+    assert ner_rules_digest(f"default+detector:{copy}") != union  # trained again, or its threshold edited

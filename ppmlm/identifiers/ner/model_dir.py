@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Iterable
 
 from ppmlm.identifiers.labels import PHI_LABELS
-from ppmlm.identifiers.ner.registry import NERError
+from ppmlm.identifiers.ner.detector_dir import detector_digest
+from ppmlm.identifiers.ner.registry import NERError, split_spec
 from ppmlm.identifiers.profiles import DEFAULT_PROFILE
 from ppmlm.resources import ner_model_folder
 
@@ -51,7 +52,16 @@ def read_labels(path: Path) -> dict[str, str | None]:
 
 
 def ner_rules_digest(ner: str) -> str | None:
-    """A digest of the default backend's rule files: editing a rule must not reuse blacklists built without it."""
+    """A digest of the files a spec's backends read: the default backend's rule files, a trained detector's weights
+    and settings (each part of a union "default+detector:DIR"). Editing a rule or training the detector again must not
+    reuse blacklists built without it."""
+    parts = split_spec(ner)
+    if len(parts) > 1:
+        digests = [ner_rules_digest(part) for part in parts]
+        return None if not any(digests) else hashlib.blake2b("+".join(map(str, digests)).encode(), digest_size=8).hexdigest()
+    name, _, arg = ner.partition(":")
+    if name == "detector" and arg:
+        return detector_digest(arg)
     if ner != "default":
         return None
     digest = hashlib.blake2b(digest_size=8)
