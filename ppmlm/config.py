@@ -82,6 +82,8 @@ class RunConfig(Section):
             raise ConfigError("data.user_column=None: expected a non-empty name")
         if self.output_dir is None:
             raise ConfigError("output_dir=None: expected a non-empty name")
+        if self.data.train_users == "members":
+            self.audit.canaries.check_run(self.train.dp, self.train.max_length, self.audit.enabled)
         if self.audit.enabled and self.audit.reference == "base" and self.model.config is not None:
             raise ConfigError("audit.reference=base: this run builds its model from model.config, so there is no starting "
                               "checkpoint to compare with; use population, none or a checkpoint directory")

@@ -361,6 +361,17 @@ def assert_float32_close(got: torch.Tensor, want: torch.Tensor, magnitude, floor
                                         f"tolerance {torch.broadcast_to(tolerance, error.shape).flatten()[worst]:.3g}")
 
 
+def word_tokenizer(directory, texts: list[str], extra: list[str] = ()):
+    """A WordPiece tokenizer in `directory` whose vocabulary is the words of `texts` (split on spaces) and `extra`:
+    every word one token, so that a tiny model memorizes within seconds."""
+    from transformers import AutoTokenizer
+
+    words = sorted({w for text in texts for w in text.split()} | set(extra))
+    (directory / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
+    (directory / "config.json").write_text('{"model_type": "bert"}')
+    return AutoTokenizer.from_pretrained(str(directory))
+
+
 def memorize(model, features: list[dict], tokenizer, steps: int, masking_seed: int, draw_seed: int):
     """`model` trained with the collator and loss of training (plain masked LM) on random batches of 8 of
     `features` at a high rate, so that a tiny model memorizes them: the attack tests' target."""

@@ -41,7 +41,7 @@ def exposure_figures(model, tokenizer, canaries, batch_size: int = 16) -> dict |
 def exposure_summary(canaries: dict | None) -> list[tuple[str, str]]:
     """(measure, value) rows for the report and the card: exposures only, never a secret."""
     if canaries is None:
-        return [("Canary exposure (Carlini et al.)", "no canary planted (audit.canaries.enabled is false)")]
+        return [("Canary exposure (Carlini et al.)", "no canary planted (audit.canaries off, or auto in a run without DP-SGD)")]
     rows = sorted(canaries["canaries"], key=lambda row: row["repetitions"])
     return [(f"Canary exposure in bits (of at most {canaries['max_exposure']:.1f}; about 1.4 when not memorised), "
              f"canaries planted {' / '.join(str(row['repetitions']) for row in rows)} times",

@@ -8,6 +8,8 @@
     scores-epoch-N-population.jsonl    one line per population chunk of the reference-calibrated attack
                                        (pseudonymous ids, losses, log ratio): with the samples file, it
                                        recomputes every rmia_score
+    scores-epoch-N-canaries.jsonl      one line per one-run canary: pseudonymous id, trained on (1/0), score,
+                                       guess (in, out, abstain): it recomputes the empirical ε
     report.html                        the self-contained report over every epoch present
     .salt                              the directory's secret, the key of the pseudonyms and of the
                                        signatures (keep private: with it, known user ids can be matched
@@ -97,7 +99,7 @@ def read_epochs(out_dir: Path) -> list[dict]:
     return [json.loads(p.read_text(encoding="utf-8")) for _, p in sorted(found)]
 
 
-OWN_NAME = re.compile(r"(epoch-\d+\.json|scores-epoch-\d+-(samples|users|population|inversion)\.jsonl|report\.html"
+OWN_NAME = re.compile(r"(epoch-\d+\.json|scores-epoch-\d+-(samples|users|population|inversion|canaries)\.jsonl|report\.html"
                       r"|\.salt|\.reference-energies|\.[^/]+\.tmp[^/]*)$")
 
 

@@ -11,6 +11,7 @@ Reasons for the defaults: docs/sharing.md.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -27,6 +28,7 @@ DEFAULT_MAX_TPR = {**dict.fromkeys(ATTACKS, 0.1), "rmia": None, "neighbourhood":
 PRIVACY_SCORES = (("privacy score", ()), ("privacy score (direct)", ("direct",)), ("privacy score (indirect)", ("indirect",)))
 PASS, FAIL, NOT_MEASURED, NOT_CHECKED = "pass", "FAIL", "not measured", "not checked"
 INCONCLUSIVE, NOT_RESOLVED = "inconclusive", "not resolved"
+ACCOUNTANT = "accountant"  # share.max_empirical_epsilon: the one-run bound may not exceed the accountant's ε
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class Check:
     at_least: bool  # the figure must be >= threshold (privacy score); else <= threshold (attack TPR)
     interval: tuple[float, float] | None = None
     needs: int | None = None
+    threshold_name: str | None = None  # what the threshold is, when it comes from the audit (the accountant's ε)
 
     @property
     def bounds(self) -> tuple[float, float] | None:
@@ -68,7 +71,9 @@ class Check:
 
     @property
     def requirement(self) -> str:
-        return "not checked" if self.threshold is None else f"{'>=' if self.at_least else '<='} {self.threshold:g}"
+        if self.threshold is None:
+            return "not checked"
+        return f"{'>=' if self.at_least else '<='} {self.threshold_name or f'{self.threshold:g}'}"
 
     @property
     def measured(self) -> str:
@@ -113,6 +118,7 @@ class SharingPolicy:
     min_independent_privacy_score: float | None = None  # against the audit's independent identifiers; None: not checked
     max_inversion_top100_accuracy: float | None = None  # members' top-100 accuracy of the name -> attribute inversion
     max_canary_exposure: float | None = None  # bits: the highest exposure of a canary planted by audit.canaries
+    max_empirical_epsilon: float | str | None = None  # the one-run lower bound on ε: a number, or ACCOUNTANT
 
     def __post_init__(self):
         unknown = set(self.max_tpr_at_1pct_fpr) - set(ATTACKS)
@@ -127,6 +133,11 @@ class SharingPolicy:
         exposure = self.max_canary_exposure
         if exposure is not None and (isinstance(exposure, bool) or not isinstance(exposure, (int, float)) or exposure < 0):
             raise PPMLMError(f"sharing policy: max_canary_exposure={exposure!r} must be a number of bits of at least 0, or none")
+        bound = self.max_empirical_epsilon
+        if bound is not None and bound != ACCOUNTANT and (isinstance(bound, bool) or not isinstance(bound, (int, float))
+                                                          or bound < 0):
+            raise PPMLMError(f"sharing policy: max_empirical_epsilon={bound!r} must be a number of at least 0, "
+                             f"{ACCOUNTANT} (at most the accountant's ε of a DP run), or none")
         object.__setattr__(self, "max_tpr_at_1pct_fpr", {
             attack: _threshold(self.max_tpr_at_1pct_fpr.get(attack, DEFAULT_MAX_TPR[attack]), f"max_tpr_at_1pct_fpr.{attack}")
             for attack in ATTACKS})
@@ -141,7 +152,8 @@ class SharingPolicy:
                                                            defaults.min_independent_privacy_score),
                    max_tpr_at_1pct_fpr={**defaults.max_tpr_at_1pct_fpr, **dict(share.get("max_tpr_at_1pct_fpr") or {})},
                    max_inversion_top100_accuracy=share.get("max_inversion_top100_accuracy"),
-                   max_canary_exposure=share.get("max_canary_exposure"))
+                   max_canary_exposure=share.get("max_canary_exposure"),
+                   max_empirical_epsilon=share.get("max_empirical_epsilon"))
 
     @classmethod
     def for_run(cls, run_dir) -> SharingPolicy:
@@ -194,7 +206,27 @@ class SharingPolicy:
         if self.max_canary_exposure is not None:
             checks.append(Check("canary exposure (highest, bits)", exposure, self.max_canary_exposure, at_least=False,
                                 interval=None if exposure is None else (exposure, exposure)))
+        if self.max_empirical_epsilon is not None:
+            checks.append(empirical_epsilon_check(figures, self.max_empirical_epsilon))
         return checks
+
+
+def empirical_epsilon_check(figures: dict, maximum: float | str) -> Check:
+    """The one-run lower bound on ε (`empirical_epsilon` of epoch-N.json) against a number, or against the accountant's ε
+    (`maximum` ACCOUNTANT: the smallest ε the run's accountants report, the strongest claim the bound could refute; a
+    run without DP-SGD has none, and the check is not measured). The bound is already a one-sided confidence bound:
+    it is compared as it stands."""
+    value = (figures.get("empirical_epsilon") or {}).get("epsilon")
+    exact = None if value is None else (value, value)
+    if maximum != ACCOUNTANT:
+        return Check("empirical ε (one run, lower bound)", value, float(maximum), at_least=False, interval=exact)
+    figure = "empirical ε (one run, lower bound) against the accountant's ε"
+    claims = {name: spent for name, spent in (figures.get("dp") or {}).items() if name not in ("delta", "unit")}
+    if not claims:
+        return Check(figure, None, math.inf, at_least=False, threshold_name="the accountant's ε (none: trained without DP-SGD)")
+    name, claimed = min(claims.items(), key=lambda claim: claim[1])
+    return Check(figure, value, claimed, at_least=False, interval=exact,
+                 threshold_name=f"the accountant's ε, {claimed:.4g} ({name.upper()})")
 
 
 def outcome(checks: list[Check]) -> str:

@@ -15,9 +15,9 @@ from matplotlib.figure import Figure
 
 from ppmlm.audit.attacks import MODEL_FREE, SAMPLE_ATTACKS, USER_ATTACKS, tpr_text, with_interval
 from ppmlm.audit.blind import BLIND, NAME, split_comparable, split_verdict
-from ppmlm.audit.exposure import exposure_summary
 from ppmlm.audit.inversion import inversion_summary
 from ppmlm.audit.occurrences import privacy_summary
+from ppmlm.audit.one_run import canary_summary
 from ppmlm.audit.outputs import read_epochs, read_jsonl, scores_paths, write_atomically
 from ppmlm.audit.policy import SharingPolicy, outcome
 from ppmlm.audit.roc import roc_curve
@@ -135,7 +135,7 @@ def _summary_table(figures: dict) -> str:
             *((f"Independent identifiers, category {label}: predicted / audited", f"{share['leaked']} / {share['identifiers']}")
               for label, share in (independent.get("by_label") or {}).items()),
         ]
-    head += [*privacy_summary(figures), *inversion_summary(figures.get("inversion")), *exposure_summary(figures.get("canaries"))]
+    head += [*privacy_summary(figures), *inversion_summary(figures.get("inversion")), *canary_summary(figures)]
     if figures.get("dp"):
         dp = dict(figures["dp"])
         unit, delta = dp.pop("unit", "chunk"), dp.pop("delta", None)

@@ -28,6 +28,7 @@ from ppmlm.audit.inversion import InversionProbe, inversion_figures, inversion_p
 from ppmlm.audit.metrics import load_metric
 from ppmlm.audit.neighbourhood import neighbourhood_losses
 from ppmlm.audit.occurrences import AnswerKeys, ChunkKeys, Probe, every_chunk_probe, locate, measure_privacy, probes_everything
+from ppmlm.audit.one_run import one_run_figures
 from ppmlm.audit.outputs import Pseudonyms, reference_cache, write_atomically, write_epoch, write_jsonl
 from ppmlm.audit.policy import SharingPolicy
 from ppmlm.audit.report import write_report
@@ -129,7 +130,8 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
     sha256 of the training settings of the run the model comes from (`settings_digest`; None: outside a run),
     `warm_start` what the public warm start the model started from saw (sources and counts; None: none),
     `policy` the sharing policy whose verdict opens the report (None: the defaults), `canaries` those planted
-    in the members' notes (ppmlm.corpus.canaries; None: no exposure measured), `inputs` those `prepare_audit`
+    (ppmlm.corpus.canaries: exposure canaries in the members' notes, whose exposure is measured, or a one-run plant,
+    whose empirical ε is; None: neither), `inputs` those `prepare_audit`
     made for this corpus, split, blacklist, tokenizer and config (None: prepared here), `final` whether this is the
     final audit of a run (or a standalone one): with `audit.privacy_probe: final` only that one probes every identifier
     occurrence of every member chunk.
@@ -187,6 +189,8 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
     inversion, inversion_rows = None, []
     if inputs.inversion is not None:
         inversion, inversion_rows = inversion_figures(model, tokenizer, inputs.inversion, config, pseudonym)
+    empirical, canary_rows = one_run_figures(model, tokenizer, canaries, epsilon, config.confidence, pseudonym,
+                                             config.batch_size)
     attacks = all_attack_figures(sample_rows, user_rows, config)
     figures = {
         "epoch": epoch,
@@ -201,7 +205,8 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
         "attacks_not_run": attacks_not_run(attacks, config, reference is not None, len(population_rows), neighbours),
         "identifier_attack_k": k,
         "inversion": inversion,
-        "canaries": exposure_figures(model, tokenizer, canaries, config.batch_size),
+        "canaries": exposure_figures(model, tokenizer, canaries if empirical is None else None, config.batch_size),
+        "empirical_epsilon": empirical,
         "dp": epsilon,
         "dp_settings": dp_settings,
         "warm_start": warm_start,
@@ -212,6 +217,8 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
     }
     if inversion is not None:
         write_jsonl(out_dir / f"scores-epoch-{epoch}-inversion.jsonl", inversion_rows)
+    if empirical is not None:
+        write_jsonl(out_dir / f"scores-epoch-{epoch}-canaries.jsonl", canary_rows)
     figures = write_epoch(out_dir, figures, sample_rows, user_rows, population_rows)
     write_report(out_dir, policy)
     print(epoch_line(figures, out_dir), flush=True)

@@ -13,9 +13,9 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from ppmlm.audit.attacks import MODEL_FREE, SAMPLE_ATTACKS, USER_ATTACKS, tpr_text, with_interval
 from ppmlm.audit.blind import BLIND, NAME, split_verdict
-from ppmlm.audit.exposure import exposure_summary
 from ppmlm.audit.inversion import inversion_summary
 from ppmlm.audit.occurrences import privacy_summary
+from ppmlm.audit.one_run import canary_summary
 from ppmlm.audit.policy import Check, outcome
 from ppmlm.audit.warm_start import warm_start_summary
 from ppmlm.masking.variants import get_variant
@@ -248,7 +248,7 @@ def build_model_card(shared: RunCheckpoint, checks: list[Check], repo_id: str | 
         *_independent_rows(figures.get("privacy_independent")),
         *(f"| {measure} | {value} |" for measure, value in [*privacy_summary(figures),
                                                             *inversion_summary(figures.get("inversion")),
-                                                            *exposure_summary(figures.get("canaries"))]),
+                                                            *canary_summary(figures)]),
         "",
         "Membership-inference attacks (members against non-members; 0.5 AUC is a blind guess):", "",
         "| attack | level | AUC | TPR at 0.1% FPR | TPR at 1% FPR | TPR at 10% FPR | advantage | members / non-members |",

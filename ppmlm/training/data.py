@@ -10,7 +10,7 @@ import datasets
 
 from ppmlm.audit.config import lent_count
 from ppmlm.audit.sampling import lent_users
-from ppmlm.corpus.canaries import Canary, run_canaries
+from ppmlm.corpus.canaries import Canary, OneRunCanaries, run_canaries, trained_canary_users
 from ppmlm.corpus.loading import load_run_corpus
 from ppmlm.corpus.split import UserSplit, split_users
 from ppmlm.errors import CorpusError
@@ -29,7 +29,8 @@ class RunData:
     split: UserSplit
     blacklist: Blacklist  # built on the members: what training must not memorize
     features: datasets.Dataset  # the members' chunks, `protected` set for this variant
-    canaries: list[Canary] = field(default_factory=list)  # planted in `corpus` (audit.canaries); sensitive
+    # planted in `corpus` (audit.canaries): exposure canaries, or a one-run plant; sensitive (the secrets)
+    canaries: list[Canary] | OneRunCanaries = field(default_factory=list)
 
 
 def members_blacklist(members: datasets.Dataset, bl: BlacklistConfig, casefold: bool, accelerator) -> Blacklist:
@@ -67,8 +68,10 @@ def prepare(cfg, tokenizer, variant: Variant, accelerator) -> RunData:
     # directory, which the loop has locked by now (RunDirectory.claim comes first)
     if cfg.data.train_users == "members":
         corpus, canaries = run_canaries(cfg.output_dir, corpus, split.members, cfg.audit.canaries,
-                                        record=accelerator.is_main_process)
-    member_set = set(getattr(split, cfg.data.train_users))  # population: the audit's reference model
+                                        record=accelerator.is_main_process, dp=cfg.train.dp,
+                                        audited=cfg.audit.enabled)
+    # population: the audit's reference model; included one-run canaries are users of their own, outside the split
+    member_set = set(getattr(split, cfg.data.train_users)) | trained_canary_users(canaries)
     if cfg.data.train_users == "population":  # less the users the audit lends to its non-member side
         member_set -= set(lent_users(split.population, cfg.audit.settings.lend_population, cfg.audit.settings.seed))
     members = corpus.filter(lambda user: user in member_set, input_columns="user_id")
