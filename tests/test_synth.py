@@ -211,7 +211,7 @@ def test_hospital_acronyms_are_gold_wherever_they_occur_and_shared_by_many_patie
     # Each of the 8 local hospitals is named by its acronym in the notes of many of the 200 patients:
     # a direct identifier that the one-user graph cannot find.
     assert set(patients) == acronyms and min(map(len, patients.values())) >= 15, patients
-    assert any("OSH" in record["text"].upper() for record in corpus_200)  # 'outside hospital' names no one
+    assert any("OSH" in record["text"].upper() for record in corpus_200)  # 'outside hospital': gold, as annotated
 
 
 def test_local_towns_recur_across_patients_in_capitals_and_lower_case(corpus_200, staff_0):
@@ -274,6 +274,51 @@ def test_names_typed_in_lower_case_are_gold_and_only_the_name(corpus_200):
     for _, name in lower:
         words = re.findall(r"[^\W\d_]+", name)
         assert all(a_name(word) if len(word) > 2 else word not in {"dr", "md", "rn", "mr", "ms"} for word in words), name
+
+
+def test_the_forms_real_notes_were_missed_in_are_gold(corpus_200, staff_0):
+    """Issue 26's forms: wards and rehab facilities shared by many patients, hospitals by name without the keyword,
+    the outside hospital and home-care agencies by acronym, years in history lists as 88 and 88', a year twice,
+    day ordinals and clinicians in lower case after per / d/w."""
+    events = "|".join(re.escape(event) for event in WORDS.past_events)
+    patterns = {  # group 1: the identifier
+        "ward": rf"\b({'|'.join(re.escape(ward) for ward in staff_0.wards)})\b",
+        "facility": rf"\b({'|'.join(re.escape(facility) for facility in staff_0.facilities)})(?![\w'])",
+        "short name": rf"\b({'|'.join(re.escape(h.short) for h in staff_0.hospitals if h.short != 'Mercy')})(?![\w'])",
+        "acronym": r"\bfrom (OSH)\b|\b(VNA|HHA)\b",
+        "plain year": rf"(?:\b(?:{events})(?: in)?|since) (\d\d)(?![\w/])",
+        "year and year": rf"\b(?:{events})(?: in)? '?\d\d(?:\d\d)?'?(?:,| and| &) '?(\d\d(?:\d\d)?)\b",
+        "ordinal": r"\bon the (\d{1,2}(?:st|nd|rd|th))\b",
+        "order by": r"\b(?:per md|d/w dr) ([a-z]+)",
+    }
+    patients = collections.defaultdict(set)
+    for record in corpus_200:
+        for kind, pattern in patterns.items():
+            flags = re.IGNORECASE if kind in ("ward", "facility", "short name") else 0
+            for match in re.finditer(pattern, record["text"], flags):
+                group = next(i for i in range(1, (match.re.groups or 0) + 1) if match.group(i) is not None)
+                assert _inside_gold(record, *match.span(group)), (kind, record["doc_id"], match.group())
+                patients[kind].add(record["user_id"])
+    assert {kind: len(users) >= 10 for kind, users in patients.items()} == {kind: True for kind in patterns}, {
+        kind: len(users) for kind, users in patients.items()}
+    wards = collections.defaultdict(set)
+    for record in corpus_200:
+        for match in re.finditer(patterns["ward"], record["text"], re.IGNORECASE):
+            wards[match.group().casefold()].add(record["user_id"])
+    assert len(wards) == len(staff_0.wards) and min(map(len, wards.values())) >= 5, wards  # shared: the graph can't
+
+
+def test_legal_parties_are_named_by_role_in_running_text_and_gold():
+    """'The appellant, X,', 'Petitioner X', 'the respondent-wife X', 'Accused No. 2 X', 'X v. Y', each name gold."""
+    forms = collections.Counter()
+    for record in generate_synthetic("legal", 40, seed=0):
+        text = record["text"]
+        for match in re.finditer(r"(?:The appellant, |(?:Plaintiff|Defendant|Petitioner|Respondent) |Accused No\. \d |"
+                                 r"The [a-z]+-(?:wife|husband|appellant|respondent) |appeal in )([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)",
+                                 text):
+            assert _inside_gold(record, *match.span(1)), (record["doc_id"], match.group())
+            forms[match.group().split()[0 if not match.group().startswith("The") else 1].rstrip(",")] += 1
+    assert {"appellant", "Accused", "appeal"} <= set(forms) and any("-" in form for form in forms), forms
 
 
 def test_nursing_notes_mix_lower_case_and_capitals_within_a_note(corpus_200):

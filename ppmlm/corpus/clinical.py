@@ -13,8 +13,12 @@ Identifiers are written the way real ICU notes write them, not only the tidy way
 that every patient of the corpus's few local hospitals shares ("pt from CMH"), home towns from a small
 local pool in capitals or lower case ("lives in WALTHAM", "home to brockton"), years as '92, nurses'
 notes in lower case with lines in capitals, clinicians without titles and in lower case ("md jones
-aware"), relatives by first name ("son JOHN called"), and signatures ("JS RN", "j smith rn"). `realism`
-is the chance that a mention takes such a form. It also sets the share of names that no gazetteer holds
+aware", "per md jones", "d/w dr jones"), relatives by first name ("son JOHN called"), signatures ("JS RN",
+"j smith rn"), hospitals and rehab facilities by their name without its keyword ("transferred to carney memorial",
+"screened by ST. JUDE REHAB"), home-care agencies and the outside hospital by acronym ("seen by the VNA nurse",
+"tx from OSH"), wards by a surname and a number that many patients share ("transfer to farr 7"), years in history
+lists as 88, '88 or 88' ("CVA in 97 and 01") and days as ordinals ("admitted on the 3rd"). `realism` is the
+chance that a mention takes such a form. It also sets the share of names that no gazetteer holds
 (built from syllables) or that are everyday words ("Rose", "Hall"): Faker's names alone are the very lists
 the NER's name gazetteer is built from, and would overstate how well names are found in real notes.
 """
@@ -42,6 +46,7 @@ from ppmlm.corpus.engine import (
     join,
     load_vocabulary,
     occupation,
+    ordinal,
     personal_email,
     phone,
     recase,
@@ -172,11 +177,16 @@ class _Clinician:
 class _Hospital:
     name: str
     acronym: str  # what notes call it: 'CMH' for 'Carney Memorial Hospital'
+    short: str  # the name without its keyword: 'Carney Memorial', "St. Mary's", 'Mercy'
     domain: str
     phone: str
 
     def mention(self, rng: random.Random, informal: bool) -> Piece:
-        return span(self.acronym if informal else self.name, HOSPITAL)
+        """The full name; informally its acronym ('CMH') or, as typed, its name without the keyword
+        ('carney memorial', 'CARNEY MEMORIAL')."""
+        if not informal:
+            return span(self.name, HOSPITAL)
+        return span(self.acronym if rng.random() < 0.6 else _typed_case(rng)(self.short), HOSPITAL)
 
 
 @dataclass(frozen=True)
@@ -187,6 +197,8 @@ class _Staff:
     nurses: tuple[_Clinician, ...]
     hospitals: tuple[_Hospital, ...]
     towns: tuple[str, ...]  # where most patients live
+    facilities: tuple[str, ...]  # rehab and nursing facilities patients are discharged to ('Youville Rehab')
+    wards: tuple[str, ...]  # 'Farr 7': every patient on a ward shares its name
 
     def doctor_for(self, specialty: str, rng: random.Random) -> _Clinician:
         return rng.choice([doctor for doctor in self.doctors if doctor.specialty == specialty])
@@ -232,17 +244,20 @@ def _draw_staff(seed: int, fake: Faker, realism: float = REALISM) -> _Staff:
     saint, surnames = rng.choice(WORDS.saints), [fake.last_name() for _ in range(3)]
     # Real towns (Faker's geo list, as real notes name real towns) and invented ones (towns no list holds).
     towns = [fake.local_latlng(country_code="US")[2] if rng.random() < 0.5 else fake.city() for _ in range(LOCAL_TOWNS)]
-    named_by = [  # (hospital name, the distinctive part its web domain is made of, its acronym)
-        (f"St. {saint}'s Medical Center", f"st{saint}s", f"S{saint[0]}MC"),
-        (f"{surnames[0]} Memorial Hospital", f"{surnames[0]}memorial", f"{surnames[0][0]}MH"),
-        (f"{towns[0]} General Hospital", f"{towns[0]}general", f"{towns[0][0]}GH"),
-        (f"{surnames[1]} Regional Medical Center", f"{surnames[1]}regional", f"{surnames[1][0]}RMC"),
-        (f"University Hospital of {towns[1]}", f"uh{towns[1]}", f"UH{towns[1][0]}"),
-        (f"Mercy Hospital of {towns[2]}", f"mercy{towns[2]}", f"MH{towns[2][0]}"),
-        (f"{towns[3]} Community Hospital", f"{towns[3]}community", f"{towns[3][0]}CH"),
-        (f"{surnames[2]} Veterans Affairs Medical Center", f"{surnames[2]}va", f"{surnames[2][0]}VA"),
+    named_by = [  # (hospital name, the distinctive part its web domain is made of, its acronym, its short name)
+        (f"St. {saint}'s Medical Center", f"st{saint}s", f"S{saint[0]}MC", f"St. {saint}'s"),
+        (f"{surnames[0]} Memorial Hospital", f"{surnames[0]}memorial", f"{surnames[0][0]}MH", f"{surnames[0]} Memorial"),
+        (f"{towns[0]} General Hospital", f"{towns[0]}general", f"{towns[0][0]}GH", f"{towns[0]} General"),
+        (f"{surnames[1]} Regional Medical Center", f"{surnames[1]}regional", f"{surnames[1][0]}RMC",
+         f"{surnames[1]} Regional"),
+        (f"University Hospital of {towns[1]}", f"uh{towns[1]}", f"UH{towns[1][0]}", f"{towns[1]} University"),
+        (f"Mercy Hospital of {towns[2]}", f"mercy{towns[2]}", f"MH{towns[2][0]}", "Mercy"),
+        (f"{towns[3]} Community Hospital", f"{towns[3]}community", f"{towns[3][0]}CH", f"{towns[3]} Community"),
+        (f"{surnames[2]} Veterans Affairs Medical Center", f"{surnames[2]}va", f"{surnames[2][0]}VA",
+         f"{surnames[2]} VA"),
     ]
-    hospitals = tuple(_Hospital(name, acronym, slug(key) + ".org", phone(rng)) for name, key, acronym in named_by)
+    hospitals = tuple(_Hospital(name, acronym, short, slug(key) + ".org", phone(rng))
+                      for name, key, acronym, short in named_by)
     clinicians = []
     for specialty in CLASSES + ("internal medicine", "nursing", "nursing"):
         for _ in range(4):
@@ -251,11 +266,17 @@ def _draw_staff(seed: int, fake: Faker, realism: float = REALISM) -> _Staff:
             last = _realistic_name(last, "last", names, realism)
             email = work_email(first, last, rng.choice(hospitals).domain)
             clinicians.append(_Clinician(first, last, specialty, email, digits(rng, 5)))
+    places = random.Random(f"ppmlm-synth-staff-places:{seed}")  # its own stream: the staff above stay as they were
+    facilities = tuple(form.format(last=fake.last_name(), saint=places.choice(WORDS.saints), town=places.choice(towns))
+                       for form in WORDS.facility_forms)
+    wards = tuple(f"{fake.last_name()} {places.randint(2, 14)}" for _ in range(WORDS.ward_count))
     return _Staff(
         doctors=tuple(c for c in clinicians if c.specialty != "nursing"),
         nurses=tuple(c for c in clinicians if c.specialty == "nursing"),
         hospitals=hospitals,
         towns=tuple(towns),
+        facilities=facilities,
+        wards=wards,
     )
 
 
@@ -288,6 +309,9 @@ class _Patient:
     past_events: list[tuple[str, int]]  # ('MI', 1992): history as nurses abbreviate it
     long_standing: tuple[str, int]  # ('on home O2', 2009): 'since 2009'
     referrer: _Hospital  # transferred from there
+    ward: str  # the ward the patient moves to out of the ICU
+    facility: str  # the rehab or nursing facility the patient may go to
+    agency: str  # the home-care agency ('VNA') that sees the patient at home
     facts: list[list[Piece]]  # indirect identifiers as ready-made sentences
     relative: tuple[str, str, str]  # relation, first name, phone
     study_drug: str
@@ -412,6 +436,9 @@ def _draw_patient(seed: int, index: int, fake: Faker, staff: _Staff, rng: random
         rare_condition=rng.choice(WORDS.rare_conditions) if rng.random() < 0.6 else None,
         first_visit=first_visit,
         n_documents=rng.randint(MIN_NOTES, MAX_NOTES),
+        ward=rng.choice(staff.wards),
+        facility=rng.choice(staff.facilities),
+        agency=rng.choice(WORDS.home_agencies),
     )
 
 
@@ -451,35 +478,74 @@ def _age_phrase(age: int, rng: random.Random, caps: bool, male: bool) -> list[Pi
     return [f"a {sex} aged ", span(str(age), AGE)]
 
 
-def _year(year: int, rng: random.Random, realism: float) -> Piece:
-    """A year as written: '1992', or as nurses often write it, '92."""
-    return span(year_text(year, short=rng.random() < realism), DATE)
+def _year(year: int, rng: random.Random, realism: float) -> list[Piece]:
+    """A year as written: '1992', or as nurses often write it: '92, 92 or 92' (the gold span is the digits and a
+    leading apostrophe, as a reader marks it)."""
+    if rng.random() >= realism:
+        return [span(str(year), DATE)]
+    form = rng.randrange(3)
+    if form == 0:
+        return [span(year_text(year, short=True), DATE)]
+    return [span(f"{year % 100:02d}", DATE), "'" if form == 2 else ""]
 
 
 def _dated(event: str, year: int, rng: random.Random, realism: float) -> list[Piece]:
-    """'MI 1992', "MI in '92", 'MI (1992)'."""
+    """'MI 1992', "MI in '92", 'MI (1992)', 'CABG 88', "MI 99'"."""
     form = rng.randrange(3)
     if form == 2:
-        return [f"{event} (", _year(year, rng, realism), ")"]
-    return [event + (" in " if form else " "), _year(year, rng, realism)]
+        return [f"{event} (", *_year(year, rng, realism), ")"]
+    return [event + (" in " if form else " "), *_year(year, rng, realism)]
+
+
+def _twice(event: str, year: int, rng: random.Random, realism: float) -> list[Piece]:
+    """An event that happened twice, as history lists write it: 'CVA in 97 and 01', 'PNA 2009, 2012'."""
+    again = year + rng.randint(1, 6)
+    return [event + rng.choice((" in ", " ")), *_year(year, rng, realism), rng.choice((" and ", ", ", " & ")),
+            *_year(again, rng, realism)]
 
 
 def _history(patient: _Patient, rng: random.Random, realism: float) -> list[Piece]:
     """Past events with their years, then what has lasted since when: "MI '92, TKR 2005, on HD since 2011"."""
     pieces: list[Piece] = []
     for event, year in patient.past_events:
-        pieces += [*_dated(event, year, rng, realism), ", "]
+        dated = _twice if rng.random() < realism / 4 and year < patient.first_visit.year - 7 else _dated
+        pieces += [*dated(event, year, rng, realism), ", "]
     phrase, since = patient.long_standing
-    return [*pieces, f"{phrase} since ", _year(since, rng, realism)]
+    return [*pieces, f"{phrase} since ", *_year(since, rng, realism)]
 
 
 def _transfer(patient: _Patient, rng: random.Random, informal: bool) -> list[Piece]:
     """Where the patient came from: 'tx from CMH ED', 'transferred from Carney Memorial Hospital', or now and
     then the generic 'OSH' (outside hospital), which names no one."""
-    if rng.random() < 0.2:
-        return [rng.choice(WORDS.generic_transfers)]
-    return [rng.choice(("tx from ", "transferred from ", "pt from ", "sent from ")),
+    if informal and rng.random() < 0.2:
+        before, acronym = rng.choice(WORDS.generic_transfers)
+        return [before, span(acronym, HOSPITAL)] if acronym else [before]
+    return [rng.choice(("tx from ", "transferred from ", "pt from ", "sent from ", "accepted from ")),
             patient.referrer.mention(rng, informal), rng.choice(("", " ED", " for higher level of care"))]
+
+
+def _ward_move(patient: _Patient, rng: random.Random) -> list[Piece]:
+    """'transfer to farr 7', 'moved to Farr 7 this am', 'ok to go to FARR 7' (the ward as typed)."""
+    before = rng.choice(("transfer to ", "plan to transfer to ", "moved to ", "ok to go to ", "accepted to ",
+                         "tx to "))
+    return [before, span(_typed_case(rng)(patient.ward), LOCATION)]
+
+
+def _discharge_plan(patient: _Patient, rng: random.Random) -> list[Piece]:
+    """Where the patient goes after: 'screened by ST. JUDE REHAB', 'd/c to youville rehab', 'home w/ VNA'."""
+    form = rng.randrange(3)
+    if form == 2:
+        return [rng.choice(("home w/ ", "to be seen by the ", "f/u by ")), span(patient.agency, HOSPITAL),
+                rng.choice(("", " nurse", " services"))]
+    before = rng.choice(("screened by ", "accepted at ", "d/c to ", "bed offer from ") if form else
+                        ("?d/c to ", "referral sent to ", "going to "))
+    return [before, span(_typed_case(rng)(patient.facility), HOSPITAL)]
+
+
+def _order_by(doctor: _Clinician, rng: random.Random) -> list[Piece]:
+    """An order as nurses credit it, the clinician in lower case: 'per md roe', 'd/w dr. roe', 'per dr roe'."""
+    return [rng.choice(("per md ", "per dr ", "d/w dr ", "d/w dr. ", "as per dr ", "ok'd by dr ")),
+            span(doctor.last.lower(), NAME)]
 
 
 def _relative_visit(patient: _Patient, rng: random.Random, informal: bool) -> list[Piece]:
@@ -659,7 +725,14 @@ def _nursing_note(patient: _Patient, day: dt.date, problems: Sequence[str], rng:
             note.add(*fact, " ")
     note.add("\n")
     plans = [plan for content in contents for plan in rng.sample(content.plans, rng.randint(1, 2))]
-    note.add(f"PLAN: {', '.join(plans)}. ",
+    note.add(f"PLAN: {', '.join(plans)}. ")
+    if rng.random() < realism * 0.3:
+        note.add(*_ward_move(patient, rng), ". ")
+    if rng.random() < realism * 0.2:
+        note.add(*_discharge_plan(patient, rng), ". ")
+    if rng.random() < realism * 0.2:
+        note.add(*_order_by(staff.doctor_for(problems[0], rng), rng), ". ")
+    note.add(
              *staff.doctor_for(problems[0], rng).mention(rng, True, rng.random() < realism),
              rng.choice((" AWARE", " NOTIFIED", " PAGED, AWARE", " AT BEDSIDE")), ". ",
              rng.choice(WORDS.nursing_closings), ".\n")
@@ -689,9 +762,10 @@ def _icu_note(patient: _Patient, day: dt.date, problems: Sequence[str], rng: ran
                f" {rng.choice(('yo', 'y/o'))} {'m' if patient.male else 'f'}"]
     if rng.random() < 0.7:
         summary += [" ", *_transfer(patient, rng, informal())]
+    admitted = (["on the ", span(ordinal(patient.first_visit.day), DATE)] if informal() and rng.random() < 0.3
+                else [span(_date_text(patient.first_visit, rng, True), DATE)])
     summary += [f" w/ hx {', '.join(patient.comorbidities[:2])}, ", *_history(patient, rng, realism),
-                ". admitted ", span(_date_text(patient.first_visit, rng, True), DATE),
-                f" w/ {', '.join(rng.choice(content.diagnoses) for content in contents)}."]
+                ". admitted ", *admitted, f" w/ {', '.join(rng.choice(content.diagnoses) for content in contents)}."]
     line(*summary)
     for heading, system in WORDS.systems:
         if system in problems:
@@ -716,6 +790,12 @@ def _icu_note(patient: _Patient, day: dt.date, problems: Sequence[str], rng: ran
         line(heading_case("social"), ": ", *social)
     plans = [plan for content in contents for plan in rng.sample(content.plans, rng.randint(1, 2))]
     back = [", ?d/c back to ", patient.referrer.mention(rng, informal())] if rng.random() < 0.3 else []
+    if informal() and rng.random() < 0.4:
+        back += [", ", *_ward_move(patient, rng)]
+    if informal() and rng.random() < 0.3:
+        back += [", ", *_discharge_plan(patient, rng)]
+    if informal() and rng.random() < 0.3:
+        back += [" ", *_order_by(staff.doctor_for(problems[0], rng), rng)]
     line(heading_case("plan"), f": {', '.join(plans)}", *back, ". ",
          *staff.doctor_for(problems[0], rng).mention(rng, False, informal()),
          rng.choice((" aware", " notified", " paged, aware", " in to see pt")), ". ",

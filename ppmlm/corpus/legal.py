@@ -10,6 +10,9 @@ A spec of the synthetic corpus engine (ppmlm/corpus/engine.py), like the clinica
 templates and corpus shape are vocabularies/legal.json; this module composes documents from them. Each case is
 drawn from (seed, case index) only; courts, judges and law firms shared by many cases come from the seed alone.
 Records have the same fields: doc_id, user_id, text, label (area of law), phi.
+
+Parties are named as judgments and orders name them in running text, not only in captions: "the appellant,
+John Smith,", "petitioner John Smith", "respondent-wife Mary Smith", "accused No. 2 John Smith", "Smith v. Acme".
 """
 from __future__ import annotations
 
@@ -432,6 +435,28 @@ def _caption(case: _Case, title: str, rng: random.Random, doc: Document) -> None
             title, "\n\n")
 
 
+def _party_in_text(case: _Case, rng: random.Random) -> list[Piece]:
+    """A sentence naming a party by role in running text: 'The appellant, John Smith, ...', 'Petitioner John
+    Smith ...', 'respondent-wife Mary Smith', 'accused No. 2 John Smith', 'in Smith v. Acme'."""
+    role, other_role = WORDS.roles[case.area]
+    party, other = case.party, case.other_person
+    form = rng.randrange(5)
+    if form == 0:
+        return [f"The {rng.choice(('appellant', role))}, ", span(party.full, NAME), f", {rng.choice(WORDS.party_acts)}. "]
+    if form == 1:
+        return [f"{sentence(role)} ", span(party.full, NAME), f" {rng.choice(WORDS.party_acts)}. "]
+    if form == 2 and case.area == CRIMINAL:
+        return [f"Accused No. {rng.randint(1, 4)} ", span(party.full, NAME), f" {rng.choice(WORDS.party_acts)}. "]
+    if form == 2 and other is not None:
+        ours, theirs = (f"{role}-{'husband' if party.male else 'wife'}", f"{other_role}-{'husband' if other.male else 'wife'}"
+                        ) if case.area == FAMILY else (f"{role}-appellant", f"{other_role}-respondent")
+        return [f"The {ours} ", span(party.full, NAME), f" and the {theirs} ", span(other.full, NAME), " were heard. "]
+    other_name = case.other_company or other.last
+    label = HOSPITAL if case.other_company else NAME
+    return ["The decision under appeal in ", span(party.last, NAME), " v. ", span(other_name, label),
+            f" is {rng.choice(('affirmed in part', 'under review', 'set aside in part', 'considered below'))}. "]
+
+
 def _add_facts(case: _Case, rng: random.Random, doc: Document, share: float = FACT_SHARE) -> None:
     for fact in case.facts:
         if rng.random() < share:
@@ -540,6 +565,8 @@ def _order(case: _Case, day: dt.date, areas: Sequence[str], rng: random.Random, 
     motion = rng.choice(_AREAS[areas[0]].motions)
     doc.add(f"The Court, having reviewed the parties' joint report and the {rng.choice((role, other_role))}'s "
             f"{motion}, ORDERS as follows:\n")
+    if rng.random() < 0.5:
+        doc.add(*_party_in_text(case, rng), "\n")
     deadline = day
     number = 1
     for text in rng.sample(WORDS.deadlines, rng.randint(3, 5)):
@@ -581,6 +608,8 @@ def _judgment(case: _Case, day: dt.date, areas: Sequence[str], rng: random.Rando
     doc.add("I. BACKGROUND\n", span(case.party.full, NAME), f", the {role}, was ",
             *_age_phrase(case.age_on(case.incident), rng), " at the time of the events. On ",
             *_date(case.incident, rng), ", ", *_acts(case, areas[0], rng, doc.caps), ". ")
+    if rng.random() < 0.8:
+        doc.add(*_party_in_text(case, rng))
     _add_facts(case, rng, doc)
     if rng.random() < FACT_SHARE:
         doc.add(f"The {role} claims {case.amount}. ")
