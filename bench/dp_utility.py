@@ -131,6 +131,7 @@ def warm_start_utility(directory: Path) -> float | None:
     from ppmlm.audit.checkpoint import audit_checkpoint
     from ppmlm.audit.command import training_blacklist
     from ppmlm.config import RunConfig
+    from ppmlm.corpus.canaries import recorded_canaries
     from ppmlm.corpus.loading import load_run_corpus
     from ppmlm.corpus.split import UserSplit
     from ppmlm.identifiers.blacklist import Blacklist
@@ -148,7 +149,8 @@ def warm_start_utility(directory: Path) -> float | None:
     if not entry.is_absolute():
         entry = ROOT / entry
     corpus, split = load_run_corpus(cfg.data, cfg.seed), UserSplit.load(run.split)
-    blacklist = Blacklist.load(training_blacklist(config, corpus, split, AutoTokenizer.from_pretrained(str(entry))))
+    blacklist = Blacklist.load(training_blacklist(config, corpus, split, AutoTokenizer.from_pretrained(str(entry)),
+                                                  recorded_canaries(run.path)))
     return audit_checkpoint(entry, corpus, split, blacklist, out, 0, cfg.audit.settings)["utility"]["masked_word_accuracy"]
 
 

@@ -19,7 +19,7 @@ from ppmlm.audit.console import verdict_lines
 from ppmlm.audit.outputs import check_audit_dir, check_audits_are_of
 from ppmlm.audit.policy import SharingPolicy
 from ppmlm.audit.reference import resolve_reference
-from ppmlm.corpus.canaries import CANARIES_FILE, load_canaries, plant, trained_canary_users
+from ppmlm.corpus.canaries import plant, recorded_canaries, trained_canary_users
 from ppmlm.corpus.loading import load_corpus, load_run_corpus
 from ppmlm.corpus.split import UserSplit, split_users
 from ppmlm.errors import ConfigError, PPMLMError
@@ -31,17 +31,19 @@ from ppmlm.rundir import RunDirectory, checkpoint_epsilon
 DEFAULT_SPLIT_SEED = 42  # recipes/config.yaml's seed, which training splits users with
 
 
-def training_blacklist(cfg, corpus, split, tokenizer, canary_users: set[str] = frozenset()) -> Path:
-    """The blacklist a run trained with: its blacklist.path, else the cache entry built on its members (and the
-    one-run canaries it trained on, `canary_users`) with its parameters (the one training reused or wrote)."""
+def training_blacklist(cfg, corpus, split, tokenizer, canaries=()) -> Path:
+    """The blacklist a run trained with: its blacklist.path, else the cache entry built on its members with its
+    parameters (the one training reused or wrote). `corpus`: the run's corpus as read; `canaries`: the plant the run
+    recorded (ppmlm.corpus.canaries.recorded_canaries), which training planted before building the blacklist."""
     if cfg.blacklist.get("path"):
         return Path(cfg.blacklist.path)
-    members = set(split.members) | set(canary_users)
+    members = set(split.members) | trained_canary_users(canaries)
+    trained = plant(corpus, canaries) if canaries else corpus
     casefold = cfg.blacklist.casefold if cfg.blacklist.casefold is not None else uncased(tokenizer)
     parameters = run_blacklist_parameters(cfg.blacklist, casefold)
     if "profile" not in cfg.blacklist:  # a run from before profiles: its entry records none
         parameters.pop("profile")
-    wanted = {"corpus_fingerprint": corpus_fingerprint(corpus.filter(lambda user: user in members, input_columns="user_id")),
+    wanted = {"corpus_fingerprint": corpus_fingerprint(trained.filter(lambda user: user in members, input_columns="user_id")),
               **parameters}
     found = cached_blacklists(cfg.blacklist.cache_dir, wanted)
     if len(found) != 1:
@@ -91,15 +93,14 @@ def audit_command(model: Path, data, blacklist: Path | None, out: Path, referenc
                                  population_fraction=cfg.data.population_fraction)
     elif user_split is None:
         user_split = split_users(corpus["user_id"], seed=DEFAULT_SPLIT_SEED)
-    canaries = load_canaries(run.path / CANARIES_FILE) if run is not None and (run.path / CANARIES_FILE).is_file() else []
-    corpus = plant(corpus, canaries) if canaries else corpus  # the corpus as the run trained on it, split as before
+    canaries = recorded_canaries(run.path) if run is not None else []
     if reference is None and cfg is not None:  # as during training; runs from before the audit existed: none
         reference = OmegaConf.select(cfg, "audit.reference", default=None)
     if blacklist is None:
         if cfg is None:
             raise PPMLMError(f"--model {model} is not inside a training run: give --blacklist DIR")
-        blacklist = training_blacklist(cfg, corpus, user_split, AutoTokenizer.from_pretrained(str(model)),
-                                       trained_canary_users(canaries))
+        blacklist = training_blacklist(cfg, corpus, user_split, AutoTokenizer.from_pretrained(str(model)), canaries)
+    corpus = plant(corpus, canaries) if canaries else corpus  # the corpus as the run trained on it, split as before
     policy = SharingPolicy.from_config(cfg.get("share")) if cfg is not None else SharingPolicy()
     figures = audit_checkpoint(model, corpus, user_split, Blacklist.load(blacklist), out, epoch, config,
                                resolve_reference(reference, cfg, train_reference), checkpoint_epsilon(model), policy=policy,

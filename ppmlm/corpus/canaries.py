@@ -298,6 +298,12 @@ def load_canaries(path: Path) -> list[Canary] | OneRunCanaries:
             for c in recorded["canaries"]]
 
 
+def recorded_canaries(run_dir) -> list[Canary] | OneRunCanaries:
+    """The plant a run recorded in its directory (`load_canaries`), or none ([]) for a run that planted none."""
+    path = Path(run_dir) / CANARIES_FILE
+    return load_canaries(path) if path.is_file() else []
+
+
 def plant(corpus: datasets.Dataset, canaries: list[Canary] | OneRunCanaries) -> datasets.Dataset:
     """The corpus as a run with these canaries trained on it."""
     return plant_one_run(corpus, canaries) if isinstance(canaries, OneRunCanaries) else plant_canaries(corpus, canaries)
