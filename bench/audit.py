@@ -83,6 +83,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="ppmlm-bench-audit-") as tmp:
         overrides = [f"recipe={args.recipe}", "train.epochs=1", f"output_dir={tmp}/run", "audit.enabled=false",
+                     f"blacklist.cache_dir={tmp}/blacklists",  # one entry: the audit finds the blacklist the run built
                      *([f"data.synth_users={args.users}"] if args.users else []), *(TINY if args.tiny else []), *args.overrides]
         cfg = compose_config(overrides)
         run_dir = train(cfg)

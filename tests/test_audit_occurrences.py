@@ -6,13 +6,15 @@ from types import SimpleNamespace
 
 import datasets
 import pytest
+import torch
 from sklearn.metrics import roc_auc_score
 
-from ppmlm.audit import AuditConfig, prepare_audit
+from ppmlm.audit import AuditConfig
 from ppmlm.audit.attacks import attack_figures
 from ppmlm.audit.blind import BLIND, blind_scores, split_comparable, split_verdict
 from ppmlm.audit.identifiers import Identifiers, WordReader
 from ppmlm.audit.occurrences import AnswerKeys, ChunkKeys, every_chunk_probe
+from ppmlm.audit.sampling import choose_users, pick_samples, user_chunks
 from ppmlm.corpus.domains import generate_synthetic
 from ppmlm.corpus.loading import load_corpus
 from ppmlm.corpus.split import UserSplit, split_users
@@ -70,18 +72,28 @@ def test_every_gold_span_of_the_members_chunks_is_probed(bert_tokenizer, users, 
     assert {(*o.chunk, word) for o in probed for word in o.words} <= masked  # each one masked in some input
 
 
-def _blind(corpus, split, tokenizer, seed: int) -> dict:
-    """The blind baseline's figures on the audit's chunks of `split` with the audit's defaults."""
-    inputs = prepare_audit(tokenizer, corpus, split, Blacklist.from_terms([]),
-                           AuditConfig(identifiers_from=None, inversion={"enabled": False}, seed=seed, progress=False))
-    rows = [{"user": s.user, "member": int(s.member), f"{BLIND}_score": score} for s, score in zip(inputs.samples, inputs.blind)]
+def _blind(chunks, split, seed: int) -> dict:
+    """The blind baseline's figures on the chunks an audit with the defaults and `seed` draws from `chunks` (every
+    chunk of every member and audit non-member), drawn as `prepare_audit` draws them."""
+    config = AuditConfig(seed=seed)
+    generator = torch.Generator().manual_seed(seed)
+    non_members = choose_users(split.audit_non_members, config.max_users_per_side, generator)
+    members = choose_users(split.members, config.max_users_per_side or len(non_members), generator)
+    audited = {user: chunks[user] for user in members + non_members}
+    samples = pick_samples(audited, config.max_chunks_per_user, config.max_tokens_per_user, generator)
+    rows = [{"user": s.user, "member": int(s.member), f"{BLIND}_score": score}
+            for s, score in zip(samples, blind_scores(audited, samples, seed))]
     users = {}
     for row in rows:
         users.setdefault(row["user"], []).append(row)
     user_rows = [{"user": user, "member": mine[0]["member"],
                   f"{BLIND}_score": sum(r[f"{BLIND}_score"] for r in mine) / len(mine)} for user, mine in users.items()]
-    config = AuditConfig(seed=seed)
     return {"attacks": {BLIND: {"sample": attack_figures(rows, BLIND, config), "user": attack_figures(user_rows, BLIND, config)}}}
+
+
+def _every_chunk(corpus, split, tokenizer) -> dict:
+    roles = {**dict.fromkeys(split.members, True), **dict.fromkeys(split.audit_non_members, False)}
+    return user_chunks(corpus, roles, WordSegmenter(), tokenizer, MAX_LENGTH)
 
 
 def test_the_blind_baseline_flags_members_of_another_domain(bert_tokenizer):
@@ -91,7 +103,7 @@ def test_the_blind_baseline_flags_members_of_another_domain(bert_tokenizer):
     users = sorted(set(corpus["user_id"]))
     clinical = sorted({r["user_id"] for r in records[: len(generate_synthetic("clinical", 6, seed=3))]})
     split = UserSplit(0, 0.5, 0.0, members=clinical, audit_non_members=[u for u in users if u not in clinical])
-    figures = _blind(corpus, split, bert_tokenizer, seed=0)
+    figures = _blind(_every_chunk(corpus, split, bert_tokenizer), split, seed=0)
     assert figures["attacks"][BLIND]["sample"]["auc_ci"][0] > 0.9
     assert split_comparable(figures) is False and "the split is not comparable" in split_verdict(figures)
 
@@ -99,8 +111,9 @@ def test_the_blind_baseline_flags_members_of_another_domain(bert_tokenizer):
 def test_the_blind_baseline_finds_the_embedded_default_split_comparable(bert_tokenizer):
     corpus = load_corpus(datasets.Dataset.from_list(generate_synthetic("clinical", 24, seed=42)))
     split = split_users(corpus["user_id"], seed=42, audit_fraction=0.2, population_fraction=0.2)
-    for seed in (0, 1, 2):  # three draws of the audited chunks
-        figures = _blind(corpus, split, bert_tokenizer, seed)
+    chunks = _every_chunk(corpus, split, bert_tokenizer)
+    for seed in (0, 1, 2):  # three draws of the audited users, chunks and folds
+        figures = _blind(chunks, split, seed)
         for level in ("sample", "user"):
             assert figures["attacks"][BLIND][level]["auc_ci"][0] < 0.5
         assert split_comparable(figures) is True and split_verdict(figures) is None
