@@ -175,14 +175,16 @@ class PrivacyAuditCallback(TrainerCallback):
     Before the first step every process makes sure the audit's reference model exists (training the population
     reference with ppmlm's loop when it is not cached) and the main process audits any saved epoch without its audit.
     After each epoch the main process saves the weights and tokenizer to checkpoints/epoch-N (`complete` last) and
-    audits them; with `stop_on_failure` a check of the sharing policy that fails (its whole interval beyond the
-    threshold: a measured leak) stops the training there. The training ends with the policy's verdict on the last
+    audits them (after the Trainer's own checkpoint of the epoch, where it saves one each epoch); with
+    `stop_on_failure` a check of the sharing policy that fails (its whole interval beyond the threshold: a measured
+    leak) stops the training there. The training ends with the policy's verdict on the last
     epoch, and the run directory's lock is released."""
 
     def __init__(self, run: TrainerRun, stop_on_failure: bool = False):
         self.run, self.stop_on_failure = run, stop_on_failure
         self.audits = AuditAfterEachEpoch(run.config)
         self.processes = PartialState()
+        self.unaudited: int | None = None  # the epoch saved last, until its audit
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         check_arguments(args)
@@ -204,15 +206,30 @@ class PrivacyAuditCallback(TrainerCallback):
             self.audits.on_train_begin(directory, self.run.data, self.processes)
 
     def on_epoch_end(self, args, state, control, model=None, **kwargs):
-        epoch, directory = round(state.epoch), self.run.directory
-        failed = None
+        """Saves the epoch's weights and tokenizer. Under save_strategy "epoch" the audit waits for the Trainer's own
+        checkpoint of the epoch (`on_save`): a run killed during the audit then resumes after the epoch and audits it
+        first, instead of training it again over a saved checkpoint."""
+        epoch = round(state.epoch)
         if self.processes.is_main_process:
-            checkpoint = directory.checkpoint(epoch)
+            checkpoint = self.run.directory.checkpoint(epoch)
             model.save_pretrained(checkpoint)
             self.run.tokenizer.save_pretrained(checkpoint)
-            directory.mark_complete(epoch)
+            self.run.directory.mark_complete(epoch)
+        self.unaudited = epoch
+        return control if args.save_strategy == "epoch" else self.audit_epoch(control)
+
+    def on_save(self, args, state, control, **kwargs):
+        return self.audit_epoch(control)
+
+    def audit_epoch(self, control):
+        """The audit of the epoch saved last, once; with `stop_on_failure` a failing audit stops the training."""
+        epoch, self.unaudited = self.unaudited, None
+        if epoch is None:
+            return control
+        failed = None
+        if self.processes.is_main_process:
             with random_state_kept():
-                figures = self.audits.audit(self.run.data, directory, checkpoint, epoch)
+                figures = self.audits.audit(self.run.data, self.run.directory, self.run.directory.checkpoint(epoch), epoch)
             failed = [check.describe() for check in self.run.config.share.policy.check(figures) if check.status == FAIL]
         failed = main_view(failed)  # every process stops alike, or none does
         if failed and self.stop_on_failure:
@@ -222,6 +239,7 @@ class PrivacyAuditCallback(TrainerCallback):
         return control
 
     def on_train_end(self, args, state, control, **kwargs):
+        self.audit_epoch(control)  # an epoch the Trainer did not save
         self.audits.say_verdict()
         self.run.directory.release()
 

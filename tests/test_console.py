@@ -22,3 +22,18 @@ def test_a_verdict_without_anything_to_resolve_says_so():
     failed = verdict_lines(figures)  # the defaults check figures this audit did not produce: failed, and said why
     assert failed[0].startswith("verdict on epoch 3: failed: privacy score not measured (required >= 0.99)")
     assert interval_text(0.2, None, 2) == "0.20 (no interval)" and interval_text(None, None, 2) == "n/a"
+
+
+def test_an_inconclusive_privacy_score_asks_for_the_identifiers_it_needs():
+    score = {"score": 1.0, "score_ci": [0.9623, 1.0], "identifiers": 96, "leaked": 0}
+    figures = {"epoch": 4, "privacy": {**score, "direct": score, "indirect": score}, "attacks": {},
+               "audited": {"non_member_users": 5, "non_member_samples": 15, "member_samples": 15,
+                           "member_chunks_available": 15}}
+    privacy_only = SharingPolicy(max_tpr_at_1pct_fpr=dict.fromkeys(SharingPolicy().max_tpr_at_1pct_fpr))
+    lines = verdict_lines(figures, privacy_only)
+    assert lines[0] == ("verdict on epoch 4: inconclusive: privacy score interval reaches below 0.99 (overall "
+                        "[0.9623, 1.0000], direct [0.9623, 1.0000], indirect [0.9623, 1.0000])")
+    assert "≥ 368 identifiers of each kind, none predicted; this audit had 96 (96 direct, 96 indirect)" in lines[2]
+    assert not any("--max-tokens 0" in line for line in lines)  # every member chunk is audited already
+    figures["audited"]["member_chunks_available"] = 40
+    assert "more identifiers: 40 member chunks instead of 15" in verdict_lines(figures, privacy_only)[-1]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from ppmlm.audit.one_run import one_run_text
 from ppmlm.audit.policy import FAIL, FPR, INCONCLUSIVE, NOT_MEASURED, NOT_RESOLVED, Check, SharingPolicy, outcome
 
 FPR_TEXT = f"{float(FPR):.0%}"  # the FPR level the policy bounds, as people write it: 1%
@@ -45,6 +46,8 @@ def epoch_line(figures: dict, out_dir: Path) -> str:
         parts.append(f"user-level MIA ({size}): AUC {aucs}; TPR at {FPR_TEXT} FPR {tpr_text(users)}")
     else:
         parts.append("user-level MIA: n/a")
+    if figures.get("empirical_epsilon"):
+        parts.append(one_run_text(figures["empirical_epsilon"]))
     not_run = "".join(f"; {attack.replace('_', ' ')} not run: {reason}"
                       for attack, reason in (figures.get("attacks_not_run") or {}).items())
     return (f"audit epoch {figures['epoch']}: {', '.join(parts)}{not_run} "
@@ -134,8 +137,9 @@ def _remedies(checks: list[Check], figures: dict) -> list[str]:
                   f"predicted; this audit had {scores.get('identifiers', 'n/a')} ({counts})" if needed else
                   f"no count of identifiers makes the privacy score's interval clear {threshold:g}")
         users.append(clears)
-        chunks.append(f"more identifiers: {audited.get('member_chunks_available', 'all')} member chunks instead of "
-                      f"{audited['member_samples']}")
+        available = audited.get("member_chunks_available")
+        if available is None or available > audited["member_samples"]:  # else every member chunk is audited already
+            chunks.append(f"more identifiers: {available or 'all'} member chunks instead of {audited['member_samples']}")
     if any(c.status == INCONCLUSIVE and not c.at_least for c in checks):
         users.append("narrower attack intervals")
     remedies = []
