@@ -208,3 +208,20 @@ def test_a_cached_blacklist_is_keyed_by_the_detector_it_was_built_with(detector,
     settings = json.loads((copy / "detector.json").read_text())
     (copy / "detector.json").write_text(json.dumps(dict(settings, threshold=settings["threshold"] / 2)))
     assert ner_rules_digest(f"default+detector:{copy}") != union  # trained again, or its threshold edited
+
+
+def test_a_fold_is_measured_for_the_rules_the_detector_and_their_union(detector):
+    from ppmlm.detector.evaluation import SIDES, _pooled, measure_fold, table
+
+    out, _ = detector
+    held_out = load_corpus(datasets.Dataset.from_list(annotated_records(users=3, notes=1, seed=7)))
+    counts = measure_fold(held_out, out, "phi", k=1, profile="balanced")
+    blacklists = {side: counts[side]["blacklist"] for side in SIDES}
+    assert blacklists["detector"]["covered"] == blacklists["detector"]["gold_words"] == 6  # the planted name, 3 notes
+    assert blacklists["union"]["covered"] >= max(blacklists["rules"]["covered"], blacklists["detector"]["covered"])
+    pooled = _pooled([{"fold": 1, "threshold": 0.5, **counts}])
+    assert pooled["union"]["blacklist"]["coverage"] == 1.0 and pooled["union"]["blacklist"]["coverage_by_label"] == {
+        "NAME": 1.0}
+    assert "| default+detector | blacklist | 1.0000 |" in table(
+        {"folds": 1, "users": 3, "documents": 3, "k": 1, "profile": "balanced", "pooled": pooled,
+         "per_fold": [{"threshold": 0.5}]})
