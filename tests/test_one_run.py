@@ -14,6 +14,7 @@ from conftest import TINY_MODEL, memorize, small_corpus, word_tokenizer
 from huggingface_hub import ModelCard
 from transformers import AutoModelForMaskedLM, BertConfig
 
+from ppmlm.audit.console import epoch_line
 from ppmlm.audit.one_run import bound_of_scores, epsilon_lower_bound, guesses, one_run_figures, p_value
 from ppmlm.audit.outputs import audit_secret, signature
 from ppmlm.audit.policy import SharingPolicy
@@ -250,6 +251,8 @@ def test_the_runs_audit_signs_the_bound_beside_the_accountants_epsilon(dp_run):
                    for user in split[role])
     report = (audit / "report.html").read_text()
     assert "Empirical ε from one run" in report and "accountant&#x27;s ε" in report
+    line = epoch_line(figures, audit)
+    assert f"empirical ε ≥ {bound['epsilon']:.2f} per chunk ({bound['correct']} of {bound['guesses']} guesses" in line
     secrets = {c.secret for c in plant.canaries}
     for path in audit.iterdir():
         if path.is_file() and path.name != ".salt":

@@ -177,6 +177,15 @@ def one_run_summary(figures: dict) -> list[tuple[str, str]]:
              "with every guess correct)")]
 
 
+def one_run_text(bound: dict) -> str:
+    """The bound for an audit's console line: counts and figures only."""
+    accountant = bound.get("accountant")
+    beside = (", ".join(f"{value:.2f} {name.upper()}" for name, value in accountant.items()) if accountant
+              else "none: no DP-SGD")
+    return (f"empirical ε ≥ {bound['epsilon']:.2f} per {bound['unit']} ({bound['correct']} of {bound['guesses']} guesses "
+            f"right, {bound['canaries']} canaries; accountant's ε {beside})")
+
+
 def canary_summary(figures: dict) -> list[tuple[str, str]]:
     """The canaries' rows of the report and the card: the one-run bound beside the accountant's ε for a run with one-run
     canaries, else the exposures of its exposure canaries (or that it planted none)."""
