@@ -279,7 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
     blacklist.add_argument("--k", type=positive_int, default=2,
                            help="a term used by fewer than k users is an indirect identifier")
     blacklist.add_argument("--ngram", type=positive_int, default=1, help="largest n-gram considered as an indirect identifier")
-    blacklist.add_argument("--ner", default="default", help="default | none | spacy:NAME_OR_PATH")
+    blacklist.add_argument("--ner", default="default",
+                           help="default | none | spacy:NAME_OR_PATH | detector:DIR | presidio[:THRESHOLD] "
+                           "(ppmlm[presidio]); several joined by '+' are their union (default+presidio)")
     blacklist.add_argument("--profile", choices=PROFILES, default=DEFAULT_PROFILE,
                            help="balanced: protect identifiers, keep common words; high-recall: protect more (docs/ner.md)")
     blacklist.add_argument("--spans-from", help="corpus column holding identifier spans to protect as well")
