@@ -11,7 +11,6 @@ import math
 from pathlib import Path
 
 from ppmlm.audit.one_run import one_run_text
-from ppmlm.audit.one_run import one_run_text
 from ppmlm.audit.policy import FAIL, FPR, INCONCLUSIVE, NOT_MEASURED, NOT_RESOLVED, Check, SharingPolicy, outcome
 
 FPR_TEXT = f"{float(FPR):.0%}"  # the FPR level the policy bounds, as people write it: 1%
@@ -47,8 +46,6 @@ def epoch_line(figures: dict, out_dir: Path) -> str:
         parts.append(f"user-level MIA ({size}): AUC {aucs}; TPR at {FPR_TEXT} FPR {tpr_text(users)}")
     else:
         parts.append("user-level MIA: n/a")
-    if figures.get("empirical_epsilon"):
-        parts.append(one_run_text(figures["empirical_epsilon"]))
     if figures.get("empirical_epsilon"):
         parts.append(one_run_text(figures["empirical_epsilon"]))
     not_run = "".join(f"; {attack.replace('_', ' ')} not run: {reason}"
