@@ -14,7 +14,12 @@ what is protected there is the direct identifiers (NER, corpus evidence), not th
 synthetic corpora have patients and cases as users and the default k=2.
 
     python bench/ner_quality.py [--profiles balanced high-recall] [--users 160] [--limit N]
-                                [--corpora presidio abstracts clinical legal]
+                                [--corpora presidio abstracts clinical legal] [--cases written upper]
+                                [--ner default:DIR]
+
+`--ner` measures another backend spec, e.g. a copy of ner_models/clinical_en from an earlier commit
+(`git archive COMMIT ner_models/clinical_en | tar -x -C /tmp/before`; `--ner default:/tmp/before/ner_models/clinical_en`)
+for a before/after comparison on the same corpora.
 
 The last line is `gold_coverage_synthetic_clinical: X` (the first profile asked for, as written).
 """
@@ -71,12 +76,12 @@ def synthetic_records(domain: str, users: int, limit: int) -> list[dict]:
     return [{key: r[key] for key in ("user_id", "doc_id", "text", "phi")} for r in records]
 
 
-def measure(records: list[dict], k: int, profile: str, upper: bool) -> tuple[dict, float]:
+def measure(records: list[dict], k: int, profile: str, upper: bool, ner: str = "default") -> tuple[dict, float]:
     """The gold report of the blacklist, and the build's seconds."""
     rows = [dict(r, text=r["text"].upper()) for r in records] if upper else records
     corpus = load_corpus(datasets.Dataset.from_list(rows))
     start = time.perf_counter()
-    blacklist = build_blacklist(corpus, k=k, profile=profile, progress=False)
+    blacklist = build_blacklist(corpus, k=k, ner=ner, profile=profile, progress=False)
     return blacklist.stats["gold"], time.perf_counter() - start
 
 
@@ -95,6 +100,9 @@ def main(argv=None) -> int:
     parser.add_argument("--limit", type=int, default=0, help="use only the first N texts of each corpus")
     parser.add_argument("--corpora", nargs="+", choices=CORPORA, default=list(CORPORA),
                         help="which corpora (each takes minutes on 2 cores; run them in separate processes)")
+    parser.add_argument("--cases", nargs="+", choices=("written", "upper"), default=["written", "upper"],
+                        help="the texts as written, upper-cased (a stand-in for ALL-CAPS notes), or both")
+    parser.add_argument("--ner", default="default", help="the NER backend spec (default: the shipped rules)")
     args = parser.parse_args(argv)
 
     corpora = []  # (name, records, k)
@@ -113,9 +121,9 @@ def main(argv=None) -> int:
     print("|---" * (len(PHI_LABELS) + 7) + "|")
     headline = None
     for name, records, k in corpora:
-        for upper in (False, True):
+        for upper in [case == "upper" for case in args.cases]:
             for profile in args.profiles:
-                gold, seconds = measure(records, k, profile, upper)
+                gold, seconds = measure(records, k, profile, upper, args.ner)
                 print_row(name, "upper-cased" if upper else "as written", profile, gold, seconds)
                 if name.startswith("synthetic clinical") and not upper and profile == args.profiles[0]:
                     headline = gold["coverage"]
