@@ -11,7 +11,7 @@ from sklearn.metrics import roc_auc_score
 
 from ppmlm.audit import AuditConfig
 from ppmlm.audit.attacks import attack_figures
-from ppmlm.audit.blind import BLIND, blind_scores, split_comparable, split_verdict
+from ppmlm.audit.blind import BLIND, blind_scores, split_comparable, split_verdict, users_separated
 from ppmlm.audit.identifiers import Identifiers, WordReader
 from ppmlm.audit.occurrences import AnswerKeys, ChunkKeys, every_chunk_probe
 from ppmlm.audit.sampling import choose_users, pick_samples, user_chunks
@@ -88,7 +88,8 @@ def _blind(chunks, split, seed: int) -> dict:
         users.setdefault(row["user"], []).append(row)
     user_rows = [{"user": user, "member": mine[0]["member"],
                   f"{BLIND}_score": sum(r[f"{BLIND}_score"] for r in mine) / len(mine)} for user, mine in users.items()]
-    return {"attacks": {BLIND: {"sample": attack_figures(rows, BLIND, config), "user": attack_figures(user_rows, BLIND, config)}}}
+    user = {**attack_figures(user_rows, BLIND, config), "p_value": users_separated(user_rows)}
+    return {"attacks": {BLIND: {"sample": attack_figures(rows, BLIND, config), "user": user}}}
 
 
 def _every_chunk(corpus, split, tokenizer) -> dict:
@@ -105,6 +106,7 @@ def test_the_blind_baseline_flags_members_of_another_domain(bert_tokenizer):
     split = UserSplit(0, 0.5, 0.0, members=clinical, audit_non_members=[u for u in users if u not in clinical])
     figures = _blind(_every_chunk(corpus, split, bert_tokenizer), split, seed=0)
     assert figures["attacks"][BLIND]["sample"]["auc_ci"][0] > 0.9
+    assert figures["attacks"][BLIND]["user"]["p_value"] < 0.01  # 6 above 6: one ordering in 924
     assert split_comparable(figures) is False and "the split is not comparable" in split_verdict(figures)
 
 
@@ -129,3 +131,12 @@ def test_the_blind_baseline_is_cross_validated_by_user():
     scores = blind_scores(chunks, samples, seed=0)
     assert roc_auc_score([s.member for s in samples], scores) == 0.5  # a fold's held-out pair tie: nothing leaked
     assert blind_scores({u: c for u, c in chunks.items() if u in ("u0", "u5")}, samples[:1], seed=0) == [None]
+
+
+def test_five_users_in_a_lucky_order_do_not_make_a_split_not_comparable():
+    """3 members scored above 2 non-members: a bootstrap interval of [1, 1], but chance orders them so one time in ten."""
+    user_rows = [{"user": f"u{i}", "member": int(i < 3), f"{BLIND}_score": float(-i)} for i in range(5)]
+    figures = {"attacks": {BLIND: {"sample": None, "user": {"auc": 1.0, "auc_ci": [1.0, 1.0],
+                                                             "p_value": users_separated(user_rows)}}}}
+    assert figures["attacks"][BLIND]["user"]["p_value"] == pytest.approx(0.1)
+    assert split_comparable(figures) is True and split_verdict(figures) is None

@@ -10,13 +10,17 @@ The classifier is TF-IDF over the chunks' words (unigrams and bigrams, case kept
 is a group) and a logistic regression, cross-validated by user: the audited users are dealt into stratified folds,
 and each user's audited chunks are scored by a model fit on all the chunks of the other folds' users, never on
 their own. Its scores sit in the attack table as "blind (no model)", read like any attack's (AUC with a bootstrap
-interval over users). When the interval lies above 0.5 at either level, the members differ from the non-members
-in their text, and every membership attack's figure mixes that difference with what the model learnt: the verdict
-says the split is not comparable and that the MIA figures overstate the risk.
+interval over users). When the interval lies above 0.5 at either level, and the users' scores separate members from
+non-members by an exact one-sided Mann-Whitney test at 1 - confidence (a bootstrap over five users can read a lucky
+ordering as an interval of [1, 1]; the test knows that 3 members above 2 non-members happens one time in ten by
+chance), the members differ from the non-members in their text, and every membership attack's figure mixes that
+difference with what the model learnt: the verdict says the split is not comparable and that the MIA figures
+overstate the risk.
 """
 from __future__ import annotations
 
 import numpy as np
+from scipy.stats import mannwhitneyu
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
@@ -58,14 +62,28 @@ def blind_scores(chunks: dict[str, list], samples: list, seed: int) -> list[floa
     return scores
 
 
+def users_separated(user_rows: list[dict]) -> float | None:
+    """The p-value of the exact one-sided Mann-Whitney test that the members' blind scores (user means) are drawn
+    above the non-members' (None when a side has no score): users are the independent units the split draws."""
+    scores = {member: [row[f"{BLIND}_score"] for row in user_rows
+                       if row["member"] == member and row.get(f"{BLIND}_score") is not None] for member in (1, 0)}
+    if not scores[1] or not scores[0]:
+        return None
+    return float(mannwhitneyu(scores[1], scores[0], alternative="greater").pvalue)
+
+
 def split_comparable(figures: dict) -> bool | None:
-    """False when the blind baseline's AUC interval lies wholly above 0.5 at sample or user level (the members can be
-    told apart without the model), True when it does not, None when it was not run (audits from before it, too few
-    users)."""
-    levels = [result for result in ((figures.get("attacks") or {}).get(BLIND) or {}).values() if result]
+    """False when the blind baseline's AUC interval lies wholly above 0.5 at sample or user level and the users'
+    separation is significant at 1 - confidence (the members can be told apart without the model), True when not,
+    None when it was not run (audits from before it, too few users)."""
+    blind = (figures.get("attacks") or {}).get(BLIND) or {}
+    levels = [result for result in blind.values() if result]
     if not levels:
         return None
-    return not any(result.get("auc_ci") and result["auc_ci"][0] > 0.5 for result in levels)
+    above = any(result.get("auc_ci") and result["auc_ci"][0] > 0.5 for result in levels)
+    p_value = (blind.get("user") or {}).get("p_value")
+    significant = p_value is None or p_value < 1 - (figures.get("config") or {}).get("confidence", 0.95)
+    return not (above and significant)
 
 
 def split_verdict(figures: dict) -> str | None:
@@ -75,7 +93,10 @@ def split_verdict(figures: dict) -> str | None:
     blind = figures["attacks"][BLIND]
     shown = "; ".join(f"{level} level AUC {result['auc']:.2f} [{result['auc_ci'][0]:.2f}, {result['auc_ci'][1]:.2f}]"
                       for level, result in blind.items() if result and result.get("auc_ci"))
+    if blind.get("user") and blind["user"].get("p_value") is not None:
+        shown += f"; users separated at p = {blind['user']['p_value']:.2g}"
     return ("the split is not comparable: a classifier of the text alone, which never queries the model, tells the "
             f"audited members from the non-members ({NAME}: {shown}), so the membership attacks' figures overstate the "
-            "risk (part of what they find is how the two groups' notes differ, not what the model learnt); audit "
+            "risk (part of what they find is how the members' notes differ from the non-members', not what the model "
+            "learnt); audit "
             "members and non-members drawn alike")

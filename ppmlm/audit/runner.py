@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from ppmlm.audit.attacks import all_attack_figures, user_rows_from_samples
-from ppmlm.audit.blind import BLIND, blind_scores
+from ppmlm.audit.blind import BLIND, blind_scores, users_separated
 from ppmlm.audit.config import AuditConfig
 from ppmlm.audit.console import epoch_line
 from ppmlm.audit.exposure import exposure_figures
@@ -192,6 +192,8 @@ def run_audit(model, tokenizer, corpus, split, blacklist, out_dir, epoch: int, c
     empirical, canary_rows = one_run_figures(model, tokenizer, canaries, epsilon, config.confidence, pseudonym,
                                              config.batch_size)
     attacks = all_attack_figures(sample_rows, user_rows, config)
+    if attacks[BLIND]["user"] is not None:
+        attacks[BLIND]["user"]["p_value"] = users_separated(user_rows)
     figures = {
         "epoch": epoch,
         "model": getattr(model.config, "_name_or_path", None) or None,
