@@ -19,7 +19,9 @@ noise), same model and epochs, PPMLM masking, all from the public warm start (mo
 - `ppmlm + DP user ε=E` for each `--epsilons` E: `recipe=dp-user` (its defaults: docs/dp.md), ε = E for all of a
   user's documents;
 - with `--chunk-level`, `ppmlm + DP chunk ε=8`: `recipe=dp masking.variant=ppmlm`, ε per chunk, and the group bound
-  it gives the user with most chunks.
+  it gives the user with most chunks;
+- with `--cold`, `ppmlm, no warm start`: the same recipe from the encoder's fresh MLM head (model.warm_start=none),
+  what the warm start adds to a plain recipe.
 
 Each run is audited after every epoch without a reference model (`audit.reference=none`); the tables read the last
 epoch: utility is the audit's masked whole-word accuracy on the held-out (non-member) users, with its bootstrap
@@ -28,7 +30,8 @@ Over seeds: the mean and a 95% t-interval (n - 1 degrees of freedom) of each run
 no DP per seed.
 
     python bench/dp_utility.py [--corpora synth abstracts] [--seeds 42 43 44] [--epsilons 8 3] [--epochs 2]
-                               [--synth-users 320] [--documents 600] [--notes-per-user 6] [--chunk-level] [--set KEY=VALUE ...]
+                               [--synth-users 320] [--documents 600] [--notes-per-user 6] [--chunk-level] [--cold]
+                               [--set KEY=VALUE ...]
 
 Runs live under --work (default runs/dp-utility/); a finished run is reused. The last line is
 `dp_utility_ratio: X`: user-level DP at the first ε over no DP, the mean over seeds, on the corpus where it is lowest.
@@ -173,6 +176,8 @@ def runs_of(args) -> dict[str, list[str]]:
         runs[f"ppmlm + DP user ε={epsilon:g}"] = ["recipe=dp-user", f"train.dp.target_epsilon={epsilon}", *WARM]
     if args.chunk_level:
         runs["ppmlm + DP chunk ε=8"] = ["recipe=dp", "masking.variant=ppmlm", *WARM]
+    if args.cold:
+        runs["ppmlm, no warm start"] = ["recipe=ppmlm", "model.warm_start=none"]
     return runs
 
 
@@ -203,6 +208,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[42, 43, 44])
     parser.add_argument("--epsilons", type=float, nargs="+", default=[8.0, 3.0], help="target user-level ε of the DP runs")
     parser.add_argument("--chunk-level", action="store_true", help="also chunk-level DP at ε 8")
+    parser.add_argument("--cold", action="store_true", help="also the plain recipe without the warm start")
     parser.add_argument("--set", nargs="*", default=[], help="Hydra overrides for every run, e.g. train.max_length=128")
     args = parser.parse_args()
 
@@ -231,7 +237,8 @@ def main() -> None:
         results, warm = {}, {}
         for seed in args.seeds:
             for name, recipe in runs.items():
-                directory = args.work / corpus_name / f"{name.replace('+', '').replace(' ', '-').replace('=', '')}-seed{seed}"
+                slug = name.replace("+", "").replace(",", "").replace(" ", "-").replace("=", "")
+                directory = args.work / corpus_name / f"{slug}-seed{seed}"
                 train(f"{corpus_name} {name} seed {seed}", [*overrides, f"seed={seed}", *common, *recipe], directory,
                       args.epochs)
                 results[name, seed] = figures(directory)
@@ -239,7 +246,7 @@ def main() -> None:
                     warm[seed] = warm_start_utility(directory)
         print(f"\n{corpus_name}, {args.epochs} epochs, per seed:\n" + "\n".join(seed_table(results)), flush=True)
         print(f"\n{corpus_name}, over seeds {', '.join(map(str, args.seeds))} (mean [95% t-interval]):")
-        print("| run | utility | DP / no DP |\n|---|---:|---:|")
+        print("| run | utility | over ppmlm (no DP, warm start) |\n|---|---:|---:|")
         rows = {"public warm start alone": [warm[s] for s in args.seeds if warm[s] is not None]}
         rows.update({name: [results[name, s]["utility"] for s in args.seeds] for name in runs})
         for name, values in rows.items():

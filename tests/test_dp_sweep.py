@@ -1,4 +1,5 @@
-"""bench/dp_sweep.py's measure behind C: the gradient norms it reads are those DP-SGD clips, per chunk and per user."""
+"""bench/dp_sweep.py: the gradient norms behind C are those DP-SGD clips (per chunk and per user), its tuning users are
+nobody else's; the DP recipes' defaults that come from it are valid settings."""
 import sys
 from pathlib import Path
 
@@ -7,13 +8,18 @@ import torch
 from conftest import assert_float32_close
 from transformers import AutoConfig, AutoModelForMaskedLM
 
+from ppmlm.config import RunConfig
 from ppmlm.corpus.clinical import generate_corpus
+from ppmlm.corpus.domains import generate_synthetic
+from ppmlm.corpus.loading import load_corpus
 from ppmlm.features import build_features
 from ppmlm.masking.collator import PrivacyMaskingCollator
+from ppmlm.models import PUBLIC_SYNTH_SEED
+from ppmlm.pipeline import compose_config
 from ppmlm.training.dp.model import PerSampleMaskedLMLoss
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from dp_sweep import gradient_norms, quantiles  # noqa: E402
+from dp_sweep import gradient_norms, quantiles, tuning_corpus  # noqa: E402
 
 
 @pytest.mark.kernels
@@ -54,3 +60,20 @@ def test_gradient_norms_are_those_of_each_chunk_and_of_each_users_sum(bert_token
         want = torch.stack(want)
         assert_float32_close(torch.tensor(got), want, want, float(want.max()), what)
     assert list(quantiles([1.0, 2.0, 3.0, 4.0, 5.0]).values()) == pytest.approx([1.4, 2.0, 3.0, 4.0, 4.6])
+
+
+def test_tuning_corpus_shares_no_text_with_the_public_warm_start_or_synth(tmp_path):
+    """The sweep tunes on users of its own reserved seed: neither the warm start's (-1) nor any run's (>= 0)."""
+    tuned = {record["text"] for record in load_corpus(tuning_corpus(tmp_path / "tuning.jsonl", 6))}
+    assert len(tuned) > 6
+    for seed in (PUBLIC_SYNTH_SEED, 0):
+        assert not tuned & {record["text"] for record in generate_synthetic("clinical", 6, seed=seed)}
+
+
+@pytest.mark.parametrize("recipe, unit, batch", [("dp", "chunk", 256), ("dp-user", "user", 64)])
+def test_dp_recipes_defaults_are_valid_large_batch_settings(recipe, unit, batch):
+    cfg = RunConfig.from_config(compose_config([f"recipe={recipe}"]))
+    dp = cfg.train.dp
+    assert dp.enabled and dp.unit == unit and cfg.train.batch_size == batch
+    assert dp.physical_batch_size < batch and dp.grad_sample_mode == "hooks"
+    assert cfg.model.warm_start == "auto" and cfg.model.name_or_path is None  # the offline encoder: public warm start
