@@ -28,6 +28,7 @@ CLINICAL_PHRASES = [
     "dr aware", "md notified", "ST elevation in V2", "to general floor", "back to baseline", "on vent 12 peep 5",
     "PE 20 yrs ago", "at the 5th ICS", "WENT TO OR", "pt to get KCL 20", "EF 55%", "AMB TO BSC",
     "to the general medicine service", "bypass in 22 (35%) of patients", "on chromosome 17q",
+    "w/ RUL infiltrate", "s/p PEG (20 fr)", "HR 97 and 88", "sats 92 & 94", "ms. aware", "hx of ms dx",
 ]
 
 
@@ -49,7 +50,8 @@ def test_an_institution_without_a_keyword_after_to_at_from(ner, text, expected):
 
 @pytest.mark.parametrize("text, expected", [
     ("seen by the VNA nurse", "VNA"), ("pt from OSH", "OSH"), ("transferred from BIDMC", "BIDMC"),
-    ("PT FROM MGH ED", "MGH"),
+    ("PT FROM MGH ED", "MGH"), ("?d/c back to MRMC. smith paged", "MRMC"), ("home w/ VNA.", "VNA"),
+    ("transferred from osh w/ hx", "osh"), ("Transferred from bray va for care", "bray va"),
 ])
 def test_an_institution_acronym_in_context(ner, text, expected):
     assert (expected, "HOSPITAL") in tagged(ner, text), tagged(ner, text)
@@ -64,7 +66,8 @@ def test_a_ward_named_by_a_word_and_a_number(ner, text, expected):
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("PMH: CABG 88, HTN", ["88"]), ("PE '03", ["03"]), ("s/p AVR 2001", ["2001"]), ("CVA in 97 and 01", ["97 and 01"]),
+    ("PMH: CABG 88, HTN", ["88"]), ("PNA in '06 & 2007, sober", ["06", "2007"]),
+    ("S/P JOINT WASHOUT (19).", ["19"]), ("PE '03", ["03"]), ("s/p AVR 2001", ["2001"]), ("CVA in 97 and 01", ["97 and 01"]),
     ("MI 99' and htn", ["99"]), ("lap chole 2007, appy 77", ["2007", "77"]), ("seen on the 3rd by cards", ["3rd"]),
 ])
 def test_history_years_and_day_ordinals(ner, text, expected):
@@ -73,15 +76,40 @@ def test_history_years_and_day_ordinals(ner, text, expected):
 
 @pytest.mark.parametrize("text, expected", [
     ("per md smith pt to get lasix", "smith"), ("dr. o brien aware", "o brien"), ("d/w dr jones, will follow", "jones"),
-    ("per dr drousken ok to extubate", "drousken"),
+    ("per dr drousken ok to extubate", "drousken"), ("mr. tucker is a 37 yo m", "tucker"),
 ])
 def test_a_clinician_in_lower_case_after_a_title(ner, text, expected):
-    assert tagged(ner, text) == [(expected, "NAME")]
+    assert [span for span in tagged(ner, text) if span[1] == "NAME"] == [(expected, "NAME")]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("The appellant, Tolsan Brekavi, was present.", ["Tolsan Brekavi"]),
+    ("accused No. 2 Bonira Grimwenov was arrested", ["Bonira Grimwenov"]),
+    ("The respondent-wife Veimara Kopisek appeared in person.", ["Veimara Kopisek"]),
+    ("petitioner Drousken filed a reply", ["Drousken"]),
+    ("The appellant, Smt. Kamla Devi, was present.", ["Kamla Devi"]),
+    ("BREKAVI v. KOPISEK\nCase No. 12", ["BREKAVI", "KOPISEK"]),
+    ("In Ram Lal vs. State of U.P. the court held", ["Ram Lal"]),
+])
+def test_a_party_named_by_role_or_beside_versus(ner, text, expected):
+    names = [word for word, label in tagged(ner, text) if label == "NAME"]
+    assert all(name in names for name in expected), tagged(ner, text)
+
+
+@pytest.mark.parametrize("text", [
+    "PETITIONER CONTENDS THAT THE ORDER IS BAD.", "The respondent State of Maharashtra filed a reply.",
+    "the petitioner Union of India submits", "under Section 302 of the Indian Penal Code, 1860 read with Section 34",
+    "The Respondent Bank has failed to pay.", "VS STABLE. VS WNL. AFEBRILE VS STABLE", "Warfarin vs. Heparin",
+    "The appellant has filed the appeal.", "the learned counsel for the respondents, Mr.",
+])
+def test_no_party_where_a_role_names_no_person(ner, text):
+    assert [e.text for e in ner.nlp(text).ents if e.ent_id_.startswith("party_")] == []
 
 
 def test_each_rule_source_is_a_component_of_its_own():
     files = pipeline_config()["context_patterns"]
-    assert {"institution_context.jsonl", "wards.jsonl", "history_years.jsonl", "clinician_names.jsonl"} <= set(files)
+    assert {"institution_context.jsonl", "wards.jsonl", "history_years.jsonl", "year_lists.jsonl",
+            "clinician_names.jsonl", "parties.jsonl"} <= set(files)
     assert {f"ppmlm_{name.removesuffix('.jsonl')}" for name in files} <= set(load_ner("default").nlp.pipe_names)
 
 
