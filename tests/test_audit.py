@@ -423,7 +423,9 @@ def test_ppmlm_audit_writes_every_output_and_reproduces_the_api(audited_run):
     assert figures["privacy"]["score_ci"][0] <= figures["privacy"]["score"] <= figures["privacy"]["score_ci"][1]
     independent = figures["privacy_independent"]  # the synthetic corpus has gold spans (phi): audited by default
     assert independent["source"] == "gold spans of corpus column 'phi'" and independent["identifiers"] > 0
-    assert set(independent["missed_by_blacklist"]) == {"identifiers", "leaked"}
+    assert set(independent["missed_by_blacklist"]) == {"identifiers", "leaked", "occurrences", "occurrences_predicted"}
+    assert independent["probe"]["every_occurrence"] and independent["occurrences"]["probed"] > 0  # ppmlm audit probes all
+    assert set(figures["attacks"]["blind"]) == {"sample", "user"}
     report = (out / "report.html").read_text()
     assert report.index("Verdict of the sharing policy") < report.index("<h2>Summary") and "not resolved (needs" in report
     assert figures["attacks"]["identifier_count"]["user"] is not None
