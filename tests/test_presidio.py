@@ -14,7 +14,7 @@ import spacy.cli
 
 from ppmlm.corpus.loading import load_corpus
 from ppmlm.identifiers.blacklist import build_blacklist
-from ppmlm.identifiers.ner import NERError, load_ner
+from ppmlm.identifiers.ner import NERError, load_ner, ner_rules_digest
 
 needs_presidio = pytest.mark.skipif(importlib.util.find_spec("presidio_analyzer") is None,
                                     reason='needs Presidio: pip install "ppmlm[presidio]"')
@@ -75,6 +75,8 @@ def test_presidio_threshold_is_a_setting(presidio):
     assert strict.name == "presidio:0.95" and strict.spec == ("presidio:0.95", "balanced")
     assert ("(617) 555-0147", "PHONE") in tagged(presidio, NOTE)
     assert ("(617) 555-0147", "PHONE") not in tagged(strict, NOTE)  # Presidio scores it 0.4-0.75, with context
+    # a cached blacklist is keyed by Presidio's and its libraries' versions, the label map and the threshold
+    assert None is not ner_rules_digest("presidio") != ner_rules_digest("presidio:0.95")
     for bad in ("presidio:high", "presidio:1.5"):
         with pytest.raises(NERError, match="score threshold, a number from 0 to 1"):
             load_ner(bad)

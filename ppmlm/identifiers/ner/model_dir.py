@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from importlib import metadata
 from pathlib import Path
 from typing import Iterable
 
@@ -62,9 +63,25 @@ def ner_rules_digest(ner: str) -> str | None:
     name, _, arg = ner.partition(":")
     if name == "detector" and arg:
         return detector_digest(arg)
+    if name == "presidio":
+        return presidio_digest(arg)
     if ner != "default":
         return None
     digest = hashlib.blake2b(digest_size=8)
     for path in sorted(p for p in DEFAULT_MODEL_DIR.rglob("*") if p.is_file()):
         digest.update(path.relative_to(DEFAULT_MODEL_DIR).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def presidio_digest(threshold: str | None) -> str | None:
+    """What the presidio backend's spans depend on besides the text: the versions of Presidio, of the libraries its
+    recognizers check with and of the spaCy model it runs on, our label map, the threshold (None: not installed)."""
+    config = pipeline_config()
+    try:
+        versions = [metadata.version(package) for package in
+                    ("presidio-analyzer", "phonenumbers", "tldextract", "spacy", config["spacy_model"])]
+    except metadata.PackageNotFoundError:
+        return None
+    digest = hashlib.blake2b(" ".join([*versions, str(threshold)]).encode(), digest_size=8)
+    digest.update((DEFAULT_MODEL_DIR / config["labels"]).read_bytes())
     return digest.hexdigest()
