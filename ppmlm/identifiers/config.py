@@ -14,7 +14,7 @@ class BlacklistConfig(Section):
     path: str | None = checked(existing_path("a saved blacklist directory (ppmlm blacklist --out)"))
     k: int = checked(integer(minimum=1))  # a term of fewer users is an indirect identifier
     n: int = checked(integer(minimum=1))  # n-grams up to n words
-    ner: str = checked(text())  # default | none | spacy:NAME_OR_PATH
+    ner: str = checked(text())  # default | none | spacy:NAME_OR_PATH | detector:DIR | presidio[:THRESHOLD]; A+B: union
     profile: str = checked(choice(*PROFILES))
     spans_from: str | None = checked(text(nullable=True))  # a corpus column of identifier spans
     casefold: bool | None = checked(choice(None, True, False))  # null: when the tokenizer lowercases
