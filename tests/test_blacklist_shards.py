@@ -158,6 +158,19 @@ def test_a_work_folder_in_or_around_the_artifact_or_unusable_is_refused_before_t
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "gone"]
 
 
+def test_a_wrong_ner_spec_is_refused_before_the_work_folder_is_made(tmp_path, capsys, monkeypatch):
+    """A refused --ner left an empty .OUT.shards folder beside --out: the backends loaded in the shard tasks, after the
+    work folder was made. The spec (names, joins, a detector directory) is checked before the corpus is read."""
+    monkeypatch.chdir(tmp_path)
+    Path("notes.jsonl").write_text(json.dumps({"user_id": "u1", "doc_id": "d1", "text": "Seen by Dr Lowe."}) + "\n")
+    for spec, refusal in (("foo", "unknown NER backend 'foo'"), ("default+detector:absent", "detector:absent: no such"),
+                          ("none+default", "'none' cannot be joined")):
+        assert main(["blacklist", "--data", "notes.jsonl", "--out", "bl", "--ner", spec]) == 2
+        error = capsys.readouterr().err.strip()
+        assert "\n" not in error and refusal in error, error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.jsonl"]
+
+
 def test_a_work_folder_is_removed_only_if_the_build_made_it(notes, tmp_path):
     made, given = tmp_path / "made", tmp_path / "given"
     given.mkdir()  # an empty folder of the user's

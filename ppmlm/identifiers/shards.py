@@ -49,7 +49,7 @@ from ppmlm.identifiers.blacklist import (
     ner_processes,
     update_fingerprint,
 )
-from ppmlm.identifiers.ner import load_ner, ner_rules_digest
+from ppmlm.identifiers.ner import check_spec, load_ner, ner_rules_digest
 from ppmlm.identifiers.profiles import DEFAULT_PROFILE
 from ppmlm.processes import worker_pool
 from ppmlm.words import WordSegmenter
@@ -165,6 +165,7 @@ def build_in_shards(
     if k < 1 or n < 1:
         raise ValueError("k and n must be at least 1")
     check_engine(engine, scheduler)
+    check_spec(ner, profile)  # a wrong --ner, before the corpus is read and the work folder made
     if work_dir is not None:
         _check_work_folder(Path(work_dir))  # before the corpus is read; `check_work_dir` checks it against --out too
     settings = Settings(n, ner, spans_from, gold_field or None, casefold, profile, batch_size, ner_rules_digest(ner))

@@ -23,6 +23,8 @@ twice here: a span's term joins the corpus-wide blacklist, so one false positive
 every occurrence of that word. `spacy_backend.py` runs a spaCy pipeline over texts of any length, in worker
 processes if asked.
 """
+import importlib.util
+
 from ppmlm.identifiers.ner.detector_dir import DetectorSettings, check_detector_dir, enclosing_detector, is_detector_dir
 from ppmlm.identifiers.ner.filters import EnglishForms, Filters
 from ppmlm.identifiers.ner.model_dir import (
@@ -41,6 +43,7 @@ from ppmlm.identifiers.ner.registry import (
     NERBackend,
     NERError,
     Span,
+    check_spec,
     load_ner,
     register_ner,
     register_union,
@@ -52,23 +55,34 @@ from ppmlm.identifiers.ner.union import UnionNER, union_spans
 __all__ = [
     "DEFAULT_MODEL_DIR", "DetectorSettings", "EnglishForms", "Filters", "NERBackend", "NERError", "NameGazetteer",
     "PlaceNames", "RegexRuler", "Span", "SpacyNER", "UnionNER", "build_rules_pipeline", "check_detector_dir",
-    "cut_into_pieces", "enclosing_detector", "is_detector_dir", "load_ner", "ner_rules_digest", "pipeline_config",
+    "check_spec", "cut_into_pieces", "enclosing_detector", "is_detector_dir", "load_ner", "ner_rules_digest", "pipeline_config",
     "read_labels", "read_lists", "read_words", "register_ner", "register_union", "split_spec", "union_spans",
 ]
 
 
-@register_ner("detector")
-def _detector_backend(arg: str | None):
-    """A token classifier trained on a team's annotations (`ppmlm detector train`; tagger.py)."""
+def _check_detector(arg: str | None) -> None:
     if not arg:
         raise NERError('the "detector" NER backend needs a directory: "detector:DIR" (ppmlm detector train --out DIR)')
-    check_detector_dir(arg)  # one clear line for a wrong directory, before transformers is imported
+    check_detector_dir(arg)
+
+PRESIDIO_MISSING = 'the "presidio" NER backend needs Presidio, which is not installed: pip install "ppmlm[presidio]"'
+
+
+@register_ner("detector", check=_check_detector)
+def _detector_backend(arg: str | None):
+    """A token classifier trained on a team's annotations (`ppmlm detector train`; tagger.py)."""
+    _check_detector(arg)  # one clear line for a wrong directory, before transformers is imported
     from ppmlm.identifiers.ner.tagger import Tagger  # transformers takes seconds to import: only a detector needs it
 
     return Tagger.load(arg)
 
 
-@register_ner("presidio")
+def _check_presidio(arg: str | None) -> None:
+    if importlib.util.find_spec("presidio_analyzer") is None:
+        raise NERError(PRESIDIO_MISSING)
+
+
+@register_ner("presidio", check=_check_presidio)
 def _presidio_backend(arg: str | None):
     """Microsoft Presidio's analyzer on our spaCy model (presidio.py), with the extra ppmlm[presidio]; "presidio:T"
     keeps its results of score T or more."""
@@ -77,6 +91,5 @@ def _presidio_backend(arg: str | None):
     except ModuleNotFoundError as error:
         if (error.name or "").partition(".")[0] not in ("presidio_analyzer", "tldextract"):
             raise
-        raise NERError('the "presidio" NER backend needs Presidio, which is not installed: '
-                       'pip install "ppmlm[presidio]"') from None
+        raise NERError(PRESIDIO_MISSING) from None
     return PresidioNER(parse_threshold(arg))

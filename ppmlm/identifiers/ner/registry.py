@@ -40,11 +40,14 @@ NERFactory = Callable[..., NERBackend]  # (arg) or, registered with profiles=Tru
 UnionFactory = Callable[[list[NERBackend]], NERBackend]
 _REGISTRY: dict[str, NERFactory] = {}
 _UNION: list[UnionFactory] = []  # the factory that joins the backends of a spec "A+B", once registered
+_CHECKS: dict[str, Callable[[str | None], None]] = {}  # a backend's check of its argument, without loading it
 
 
-def register_ner(name: str, *, profiles: bool = False) -> Callable[[NERFactory], NERFactory]:
+def register_ner(name: str, *, profiles: bool = False,
+                 check: Callable[[str | None], None] | None = None) -> Callable[[NERFactory], NERFactory]:
     """Register a backend factory under `name`; `load_ner("name:ARG")` calls it with "ARG" (or None).
-    With `profiles=True` it is called with the profile as well (`factory(arg, profile)`).
+    With `profiles=True` it is called with the profile as well (`factory(arg, profile)`). `check(arg)`, when given,
+    raises NERError for an argument or an installation the factory would refuse, in milliseconds (`check_spec`).
 
     >>> @register_ner("presidio")
     ... def _presidio(arg):            # returns an object with .name and .spans(...)
@@ -57,6 +60,10 @@ def register_ner(name: str, *, profiles: bool = False) -> Callable[[NERFactory],
             _PROFILED.add(name)
         else:
             _PROFILED.discard(name)
+        if check is not None:
+            _CHECKS[name] = check
+        else:
+            _CHECKS.pop(name, None)
         load_ner.cache_clear()  # a spec may now mean another backend
         return factory
 
@@ -94,28 +101,40 @@ def _split_before(spec: str, name: str) -> list[str]:
     return out
 
 
+def check_spec(spec: str, profile: str = DEFAULT_PROFILE) -> list[str]:
+    """The backend specs joined in `spec`, checked without loading any (names, joins, each backend's own check: a
+    directory, an installed extra), so that a build refuses a wrong --ner before it reads its corpus or writes."""
+    if profile not in PROFILES:
+        raise NERError(f"unknown NER profile {profile!r}: expected one of {', '.join(PROFILES)}")
+    if spec == "none":
+        return []
+    parts = split_spec(spec)
+    if len(parts) > 1 and not _UNION:
+        raise NERError(f"NER spec {spec!r} joins {len(parts)} backends, and no union backend is registered")
+    if len(parts) > 1 and "none" in parts:
+        raise NERError(f"NER spec {spec!r}: 'none' cannot be joined with other backends")
+    for part in parts:
+        name, _, arg = part.partition(":")
+        if name not in _REGISTRY:
+            known = ", ".join(sorted(["none", *_REGISTRY]))
+            raise NERError(f"unknown NER backend {part!r}: expected one of {known} (as NAME or NAME:ARG, "
+                           "or several joined by '+')")
+        if name in _CHECKS:
+            _CHECKS[name](arg or None)
+    return parts
+
+
 @lru_cache(maxsize=8)
 def load_ner(spec: str = "default", profile: str = DEFAULT_PROFILE) -> NERBackend | None:
     """The NER backend for a spec: "default", "none", "spacy:NAME_OR_PATH", "NAME[:ARG]" of a registered
     backend, or several of them joined by "+" (their union: `register_union`), at a profile of PROFILES
     (backends without profiles ignore it). Loaded once per spec, profile and process (pipelines take a
     second to build)."""
-    if profile not in PROFILES:
-        raise NERError(f"unknown NER profile {profile!r}: expected one of {', '.join(PROFILES)}")
-    if spec == "none":
+    parts = check_spec(spec, profile)
+    if not parts:
         return None
-    parts = split_spec(spec)
     if len(parts) > 1:
-        if not _UNION:
-            raise NERError(f"NER spec {spec!r} joins {len(parts)} backends, and no union backend is registered")
-        backends = [load_ner(part, profile) for part in parts]
-        if None in backends:
-            raise NERError(f"NER spec {spec!r}: 'none' cannot be joined with other backends")
-        return _UNION[0](backends)
+        return _UNION[0]([load_ner(part, profile) for part in parts])
     name, _, arg = spec.partition(":")
-    factory = _REGISTRY.get(name)
-    if factory is None:
-        known = ", ".join(sorted(["none", *_REGISTRY]))
-        raise NERError(f"unknown NER backend {spec!r}: expected one of {known} (as NAME or NAME:ARG, "
-                       "or several joined by '+')")
+    factory = _REGISTRY[name]
     return factory(arg or None, profile) if name in _PROFILED else factory(arg or None)
