@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import datasets
 import pytest
 import torch
-from conftest import memorize
+from conftest import memorize, word_tokenizer
 
 from ppmlm.audit import AuditConfig, run_audit
 from ppmlm.audit.exposure import exposure_figures
@@ -34,16 +34,6 @@ def note(name: str, condition: str, filler: str) -> tuple[str, list[dict]]:
     """'NAME has CONDITION .' twice, then FILLER, with the names' gold NAME spans."""
     fact = f"{name} has {condition} . "
     return fact * 2 + filler, [{"start": start, "end": start + len(name), "label": "NAME"} for start in (0, len(fact))]
-
-
-def word_tokenizer(directory, texts: list[str], extra: list[str] = ()):
-    """Every word one token, so that a tiny model memorizes within seconds."""
-    from transformers import AutoTokenizer
-
-    words = sorted({w for text in texts for w in text.split()} | set(extra))
-    (directory / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
-    (directory / "config.json").write_text('{"model_type": "bert"}')
-    return AutoTokenizer.from_pretrained(str(directory))
 
 
 SEEDS = (0, 1, 2)  # a tiny model's memorization varies with its seed and the processor's kernels: claims hold over seeds

@@ -79,10 +79,6 @@ def _text(value) -> str:
     return html.escape(str(value))
 
 
-def _number(value, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
 def _verdict_section(figures: dict, policy: SharingPolicy) -> str:
     """What an auditor reads first: the sharing policy's verdict on this epoch, check by check with
     intervals, and what the audit could not resolve."""
@@ -116,8 +112,10 @@ def _split_note(figures: dict) -> str:
 def _summary_table(figures: dict) -> str:
     privacy, utility = figures["privacy"], figures["utility"]
     head = [
-        ("Utility: masked whole-word accuracy, non-members", _number(utility.get("masked_word_accuracy"))),
-        ("Masked whole-word accuracy, members", _number(utility.get("member_masked_word_accuracy"))),
+        ("Utility: masked whole-word accuracy, non-members",
+         with_interval(utility.get("masked_word_accuracy"), utility.get("masked_word_accuracy_ci"))),
+        ("Masked whole-word accuracy, members",
+         with_interval(utility.get("member_masked_word_accuracy"), utility.get("member_masked_word_accuracy_ci"))),
         ("Privacy: share of identifiers never predicted", with_interval(privacy["score"], privacy.get("score_ci"), 4)),
         ("Identifiers predicted / audited (direct; indirect)",
          f"{privacy['leaked']} / {privacy['identifiers']} ({privacy['direct']['leaked']} / {privacy['direct']['identifiers']}; "
