@@ -155,15 +155,15 @@ def tiny_bert(tokenizer, seed: int):
 
 @pytest.mark.kernels
 def test_a_plain_mlm_run_whose_canaries_are_repeated_shows_an_epsilon_above_1(patients, words):
-    """48 canaries of 4 notes each, a tiny model memorizing its 100 chunks in 400 steps: most seeds get 22 to 24 of the
+    """48 canaries of 4 notes each, a tiny model memorizing its 100 chunks in 150 steps: most seeds get 22 to 24 of the
     24 guesses right (ε 1.15 to 2.02; 21 right is 0.88). Measured over seeds 0-5, the same on AVX2 and default kernels:
-    1.50, 2.02, 1.50, 0.88, 1.15, 0.88 (at 150 steps 1.15, 2.02, 1.50, 1.15, 0.88, 0.88), so the claim is "at least 3
-    of 5 seeds above 1" (4 measured), and the policy's maximum of 1 fails the best. Untrained, the canaries refute
-    nothing."""
+    1.15, 2.02, 1.50, 1.15, 0.88, 0.88 (at 400 steps 1.50, 2.02, 1.50, 0.88, 1.15, 0.88: no better), so the claim is
+    "at least 3 of 5 seeds above 1" (4 measured), and the policy's maximum of 1 fails the best. Untrained, the canaries
+    refute nothing."""
     bounds, best = [], None
     for seed in range(5):
         plant, features = planted_features(patients, words, 48, 4, seed, unit="none")
-        model = memorize(tiny_bert(words, seed), features.select_columns(list(FEATURE_COLUMNS)).to_list(), words, 400,
+        model = memorize(tiny_bert(words, seed), features.select_columns(list(FEATURE_COLUMNS)).to_list(), words, 150,
                          seed, seed + 1)
         figures, rows = one_run_figures(model, words, plant, None, 0.95, pseudonym)
         bounds.append(figures["epsilon"])
