@@ -27,6 +27,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # every process they start (training scripts, accelerate ranks, the wheel's commands) use one thread.
 os.environ["OMP_NUM_THREADS"] = "1"
 torch.set_num_threads(1)
+# torch.compile's C++ kernels and precompiled headers are cached without the ATen kernel set in their key: a cache
+# filled under native kernels fails to compile under ATEN_CPU_CAPABILITY=default ("'at::vec' has not been declared").
+# One cache per kernel set (the default place, /tmp/torchinductor_USER, unless the caller chose one).
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(
+    tempfile.gettempdir(), f"torchinductor_{os.getuid()}_{os.environ.get('ATEN_CPU_CAPABILITY', 'native')}"))
 
 ROOT = Path(__file__).resolve().parents[1]
 
