@@ -393,3 +393,9 @@ def memorize(model, features: list[dict], tokenizer, steps: int, masking_seed: i
         optimizer.step()
         optimizer.zero_grad()
     return objective.model.eval()
+
+
+def tagged(ner, text: str) -> list[tuple[str, str]]:
+    """The (text, label) pairs an NER backend finds in one text: what the NER tests compare."""
+    (spans,) = ner.spans([text])
+    return [(text[span.start : span.end], span.label) for span in spans]

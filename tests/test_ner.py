@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 import spacy
+from conftest import tagged
 
 from ppmlm.identifiers.labels import PHI_LABELS
 from ppmlm.identifiers.ner import NERBackend, NERError, RegexRuler, Span, cut_into_pieces, load_ner, register_ner
@@ -16,10 +17,6 @@ CAPS_NOTE = (
 def ner():
     return load_ner("default")
 
-
-def tagged(ner, text: str) -> list[tuple[str, str]]:
-    (spans,) = ner.spans([text])
-    return [(text[s.start : s.end], s.label) for s in spans]
 
 
 def has(pairs, fragment: str, label: str) -> bool:

@@ -6,6 +6,7 @@ import json
 
 import datasets
 import pytest
+from conftest import tagged
 
 from ppmlm.cli import main
 from ppmlm.corpus.loading import load_corpus
@@ -23,10 +24,6 @@ def balanced():
 def high_recall():
     return load_ner("default", "high-recall")
 
-
-def tagged(ner, text: str) -> list[tuple[str, str]]:
-    (spans,) = ner.spans([text])
-    return [(text[s.start : s.end], s.label) for s in spans]
 
 
 @pytest.mark.parametrize(

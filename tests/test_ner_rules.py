@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import tagged
 
 from ppmlm.identifiers.ner import DEFAULT_MODEL_DIR, NERError, RegexRuler, load_ner, pipeline_config
 
@@ -13,10 +14,6 @@ from ppmlm.identifiers.ner import DEFAULT_MODEL_DIR, NERError, RegexRuler, load_
 def ner():
     return load_ner("default")
 
-
-def tagged(ner, text: str) -> list[tuple[str, str]]:
-    (spans,) = ner.spans([text])
-    return [(text[s.start : s.end], s.label) for s in spans]
 
 
 # Phrases of every ICU note that none of the rules may tag (the list and more like it).

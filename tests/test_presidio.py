@@ -11,6 +11,7 @@ import sys
 import datasets
 import pytest
 import spacy.cli
+from conftest import tagged
 
 from ppmlm.corpus.loading import load_corpus
 from ppmlm.identifiers.blacklist import build_blacklist
@@ -47,10 +48,6 @@ def network_calls():
 def presidio(network_calls):
     return load_ner("presidio")
 
-
-def tagged(ner, text: str) -> list[tuple[str, str]]:
-    (spans,) = ner.spans([text])
-    return [(text[span.start : span.end], span.label) for span in spans]
 
 
 @needs_presidio
