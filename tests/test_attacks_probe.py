@@ -26,6 +26,8 @@ PEOPLE = [("alvarez", "asthma"), ("brennan", "gout"), ("castillo", "psoriasis"),
 FILLERS = ["stable .", "seen today .", "for review ."]
 TEMPLATE = ["{name} has {attribute} ."]
 QUIET = dict(progress=False, bootstrap_resamples=0, max_tokens_per_user=None, max_length=64)
+# the inversion test reads the inversion alone: one masking per chunk, no neighbours, no full privacy probe
+INVERSION_ONLY = dict(QUIET, maskings=1, neighbour_maskings=1, neighbours=0, privacy_probe="sampled")
 
 pytestmark = pytest.mark.kernels  # what a tiny model memorizes varies with the kernels: claimed over seeds
 
@@ -39,7 +41,7 @@ def note(name: str, condition: str, filler: str) -> tuple[str, list[dict]]:
 SEEDS = (0, 1, 2)  # a tiny model's memorization varies with its seed and the processor's kernels: claims hold over seeds
 
 
-def trained(tokenizer, members, blacklist, variant: str, steps: int = 500, seed: int = 0):
+def trained(tokenizer, members, blacklist, variant: str, steps: int, seed: int):
     """A tiny BERT trained on the members' notes with the collator and loss of training."""
     from transformers import AutoModelForMaskedLM, BertConfig
 
@@ -71,15 +73,16 @@ def patients(tmp_path_factory):
 
 
 def inversion_of(setup, model, out_dir) -> dict:
-    config = AuditConfig(**QUIET, inversion=InversionSettings(templates=tuple(TEMPLATE)))
+    config = AuditConfig(**INVERSION_ONLY, inversion=InversionSettings(templates=tuple(TEMPLATE)))
     return run_audit(model, setup.tokenizer, setup.corpus, setup.split, setup.blacklist, out_dir, 1, config)
 
 
 def test_inversion_ranks_a_memorized_attribute_first(patients, tmp_path):
-    """Over three seeds. Measured on AVX2 and default kernels, five seeds each: a member's own condition is ranked
-    first in 50-100% of a seed's pairs (100% in 8 of 10 runs), a non-member's in none, under ppmlm in 0-25%."""
+    """Over three seeds, 200 steps each. Measured on AVX2 and default kernels, seeds 0-5 each (the same figures on
+    both): a member's own condition is ranked first in 75-100% of a seed's pairs (100% in 4 of 6 seeds), a
+    non-member's in none, under ppmlm in 0-25%. 300 steps are no better (one seed of six at 25-50%)."""
     def top_1(variant: str, seed: int) -> dict:
-        model = trained(patients.tokenizer, patients.members, patients.blacklist, variant, seed=seed)
+        model = trained(patients.tokenizer, patients.members, patients.blacklist, variant, steps=200, seed=seed)
         return inversion_of(patients, model, tmp_path / f"{variant}-{seed}")["inversion"]
 
     plain = {seed: top_1("mlm", seed) for seed in SEEDS}
@@ -166,14 +169,15 @@ def test_canaries_are_planted_as_recorded(canary_corpus, tmp_path):
 
 
 def test_canary_exposure_rises_with_repetitions_under_mlm_and_stays_low_when_blacklisted(canary_corpus):
-    """Over three seeds, 250 steps each. Measured on AVX2 and default kernels, five seeds each: the canary planted
-    16 times ranked first of 1,000 under mlm in every run; blacklisted (ppmlm) or untrained, exposures at chance,
-    where a random rank gives 1.44 bits on average and more than 5 bits one time in 32 (3 of 30 ppmlm canaries
-    did; the mean of three seeds' nine exposures was 1.3-2.1 bits)."""
+    """Over three seeds, 150 steps each. Measured on AVX2 and default kernels, seeds 0-5 each (the same figures on
+    both): the canary planted 16 times ranked first of 1,000 under mlm in 5 of 6 seeds, and 8th (6.97 bits) in the
+    other; blacklisted (ppmlm) or untrained, exposures at chance, where a random rank gives 1.44 bits on average
+    and more than 5 bits one time in 32 (1 of 18 ppmlm canaries did; the mean of any three seeds' nine exposures was
+    1.0-1.6 bits). At 250 steps, measured before, the same picture at 1.7 times the cost."""
     setup = canary_corpus
     bits = math.log2(1000)
 
-    def exposures(variant: str, steps: int = 250) -> list[dict]:
+    def exposures(variant: str, steps: int = 150) -> list[dict]:
         return [exposure_figures(trained(setup.tokenizer, setup.trained_on, setup.blacklist, variant, steps=steps, seed=seed),
                                  setup.tokenizer, setup.canaries) for seed in SEEDS]
 
