@@ -2,8 +2,9 @@
 against one that is protected, `ppmlm audit` end to end, outputs free of identifiers, the report in a
 headless browser."""
 import base64
+import contextlib
+import io
 import json
-import os
 import random
 import re
 import shutil
@@ -17,7 +18,7 @@ import datasets
 import numpy as np
 import pytest
 import torch
-from conftest import TINY_MODEL
+from conftest import TINY_MODEL, small_corpus
 from omegaconf import OmegaConf
 from sklearn.metrics import roc_auc_score
 
@@ -367,18 +368,18 @@ def test_a_reference_another_process_is_training_is_waited_for_then_used(tmp_pat
 
 @pytest.fixture(scope="module")
 def audited_run(tmp_path_factory):
-    """A tiny mlm run of one epoch, audited twice against a separately initialized reference checkpoint:
-    through the Python API as epoch 1 (finding the run's blacklist itself), and by `ppmlm audit` filed as
-    epoch 2 (so that the report has two epochs)."""
+    """A tiny mlm run of one epoch on the small corpus, audited twice against a separately initialized reference
+    checkpoint: through the Python API as epoch 1 (finding the run's blacklist itself), and by the `ppmlm audit`
+    command filed as epoch 2 (so that the report has two epochs). Both audit two chunks per user (128 tokens), so
+    that the audited non-members' other chunks are RMIA's population. The command runs in this process (its
+    entry points run in test_packaging), its output captured as a user would see it."""
     from transformers import AutoTokenizer
 
-    from ppmlm.corpus.clinical import generate_corpus
-    from ppmlm.corpus.engine import write_jsonl
+    from ppmlm.cli import main
     from ppmlm.pipeline import compose_config, train
 
     tmp = tmp_path_factory.mktemp("audited_run")
-    corpus = tmp / "corpus.jsonl"
-    write_jsonl(generate_corpus(10, seed=42), corpus)
+    corpus = small_corpus()
     overrides = [TINY_MODEL, f"data.path={corpus}", "train.max_length=64", "train.epochs=1", "blacklist.ner=none",
                  "blacklist.spans_from=phi", f"blacklist.cache_dir={tmp / 'cache'}", f"output_dir={tmp / 'run'}", "recipe=mlm",
                  "++audit.enabled=false"]
@@ -388,14 +389,15 @@ def audited_run(tmp_path_factory):
     tokenizer = AutoTokenizer.from_pretrained(str(checkpoint))
     tiny_bert(len(tokenizer), seed=5).save_pretrained(reference)
     tokenizer.save_pretrained(reference)
-    first = audit_command(checkpoint, None, None, out, reference=str(reference), settings=QUIET)
-    command = [sys.executable, "-m", "ppmlm.cli", "audit", "--model", str(checkpoint), "--data", str(corpus), "--blacklist",
-               str(blacklist), "--reference", str(reference), "--out", str(out), "--epoch", "2"]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, HF_HUB_OFFLINE="1"))
-    assert done.returncode == 0, done.stdout + done.stderr
+    first = audit_command(checkpoint, None, None, out, reference=str(reference),
+                          settings={**QUIET, "max_tokens_per_user": 128})
+    logs = io.StringIO()
+    with contextlib.redirect_stdout(logs), contextlib.redirect_stderr(logs):
+        status = main(["audit", "--model", str(checkpoint), "--data", str(corpus), "--blacklist", str(blacklist),
+                       "--reference", str(reference), "--out", str(out), "--epoch", "2", "--max-tokens", "128"])
+    assert status == 0, logs.getvalue()
     return SimpleNamespace(tmp=tmp, corpus=corpus, run=run, blacklist=blacklist, out=out, first=first,
-                           logs=done.stdout + done.stderr, overrides=overrides)
+                           logs=logs.getvalue(), overrides=overrides)
 
 
 def test_ppmlm_audit_writes_every_output_and_reproduces_the_api(audited_run):
@@ -409,7 +411,7 @@ def test_ppmlm_audit_writes_every_output_and_reproduces_the_api(audited_run):
     assert figures["audited"]["member_users_available"] == len(split.members)
     assert figures["audited"]["non_member_users_available"] == len(split.audit_non_members)
     assert 0 <= figures["utility"]["masked_word_accuracy"] <= 1 and 0 <= figures["privacy"]["score"] <= 1
-    for attack in ("loss", "likelihood_ratio"):
+    for attack in ("loss", "likelihood_ratio", "rmia"):  # RMIA: the audited non-members' other chunks its population
         for level in ("sample", "user"):
             result = figures["attacks"][attack][level]
             assert 0 <= result["auc"] <= 1 and set(result["tpr_at_fpr"]) == {"0.001", "0.01", "0.1"}
