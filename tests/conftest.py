@@ -35,6 +35,13 @@ os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(
 
 ROOT = Path(__file__).resolve().parents[1]
 
+
+def checkout_first_on_path() -> str:
+    """PYTHONPATH for a child process that imports this checkout's ppmlm, keeping the caller's entries (an
+    install on PYTHONPATH, as on a machine where packages are carried, must still import)."""
+    return os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+
+
 _ROBERTA_TRAINING_TEXT = [
     "The patient was seen on 7/22 by Dr. Smith at Mercy Hospital; pain in the left knee.",
     "Blood pressure 120/80, heart rate 72. Denies chest pain, shortness of breath or fever.",

@@ -11,6 +11,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 import pytest
+from conftest import checkout_first_on_path
 
 from ppmlm.cli import main
 from ppmlm.config import RunConfig
@@ -23,7 +24,6 @@ from ppmlm.identifiers.blacklist import Blacklist, build_blacklist
 from ppmlm.identifiers.shards import DatasetShards, build_in_shards, remove_work_dir
 from ppmlm.pipeline import compose_config
 
-ROOT = Path(__file__).resolve().parent.parent
 CLUSTER_TIMEOUT = 600  # seconds for the CLI on a local Dask cluster (two workers start, each loads spaCy)
 
 
@@ -261,7 +261,7 @@ def test_the_command_on_a_local_two_worker_dask_cluster(notes, tmp_path):
     out = tmp_path / "blacklist"
     command = [sys.executable, "-m", "ppmlm.cli", "blacklist", "--data", str(path), "--out", str(out), "--ner", "none",
                "--spans-from", "phi", "--shard-size", "5", "--engine", "dask", "--scheduler", "local", "--n-process", "2"]
-    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    env = dict(os.environ, PYTHONPATH=checkout_first_on_path(), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, start_new_session=True)
     try:
@@ -285,7 +285,7 @@ def test_worker_processes_die_with_a_killed_build(tmp_path):
     path.write_text("".join(json.dumps(record) + "\n" for record in records))
     command = [sys.executable, "-m", "ppmlm", "blacklist", "--data", str(path), "--out", str(tmp_path / "bl"),
                "--shard-size", "5", "--n-process", "2"]
-    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    env = dict(os.environ, PYTHONPATH=checkout_first_on_path(), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)
     try:

@@ -12,9 +12,9 @@ import re
 import statistics
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import checkout_first_on_path
 from faker import Faker
 from faker.providers.person.en_US import Provider as UsNames
 
@@ -76,10 +76,9 @@ def test_output_does_not_depend_on_the_hash_seed(domain):
         "import hashlib, json; from ppmlm.corpus.domains import generate_synthetic; "
         f"print(hashlib.sha256(json.dumps(generate_synthetic({domain!r}, 3), sort_keys=True).encode()).hexdigest())"
     )
-    root = Path(__file__).resolve().parents[1]
     digests = set()
     for hash_seed in ("1", "2"):
-        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(root)}
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": checkout_first_on_path()}
         result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
         digests.add(result.stdout.strip())
     here = hashlib.sha256(json.dumps(generate_synthetic(domain, 3), sort_keys=True).encode()).hexdigest()
