@@ -4,10 +4,11 @@ import json
 import math
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import TINY_MODEL, assert_float32_close, small_corpus, train_killed_in_epoch_2
+from conftest import TINY_MODEL, RankLauncher, assert_float32_close, small_corpus, train_killed_in_epoch_2
 from opacus.accountants import PRVAccountant
 from test_dp import (
     _Optimizer,
@@ -219,10 +220,12 @@ def test_resume_after_a_kill_gives_the_same_epsilon_and_weights(tmp_path):
     assert "per training user" in card and "unit of privacy is a user" in card and "group" not in card
 
 
-PROBE = textwrap.dedent('''
+PROBE_THEN_TRAIN = textwrap.dedent('''
     """Two ranks, one user-level step each that gives zero gradient (rank 0: no user sampled, rank 1: a user
-    whose chunks have no masked token): what the optimizer applies is the noise alone, added once."""
-    import json, sys
+    whose chunks have no masked token): what the optimizer applies is the noise alone, added once. Then train.py
+    in the same ranks and process group (one launch instead of two, as in test_dp). Arguments: the output file,
+    the tests folder, then `--` and train.py's arguments."""
+    import json, runpy, sys
     import torch
     from accelerate import Accelerator
     from transformers import AutoTokenizer
@@ -230,8 +233,9 @@ PROBE = textwrap.dedent('''
     from test_dp import tiny_model, tiny_features, capture_gradients
     from test_dp_user import user_trainer, collated
     from ppmlm.models import default_model_path
-    from ppmlm.training.distributed import end_processes
+    from ppmlm.training.distributed import end_processes, nested_run
 
+    out, tests, cut = sys.argv[1], sys.argv[2], sys.argv.index("--")
     accelerator = Accelerator(cpu=True)
     tokenizer = AutoTokenizer.from_pretrained(default_model_path())
     features = tiny_features(tokenizer)
@@ -246,31 +250,44 @@ PROBE = textwrap.dedent('''
     ranks = accelerator.gather(flat.sum().reshape(1)).tolist()
     if accelerator.is_main_process:
         json.dump({"std": flat.std().item(), "rank_sums": ranks, "steps": trainer.ledger.steps,
-                   "processes": accelerator.num_processes}, open(sys.argv[1], "w"))
+                   "processes": accelerator.num_processes}, open(out, "w"))
     trainer.close()
-    end_processes(accelerator)
+    with nested_run():  # released, the group kept for the training, whose end destroys it
+        end_processes(accelerator)
+    del trainer, collator, seen, accelerator
+    sys.argv = [f"{tests}/../train.py", *sys.argv[cut + 1 :]]
+    runpy.run_path(sys.argv[0], run_name="__main__")
 ''')
 
 
-def test_two_processes_add_the_noise_once_and_account_per_user(tmp_path, two_ranks):
+@pytest.fixture(scope="module")
+def two_process_launch(tmp_path_factory):
+    """One `accelerate launch` with 2 CPU processes: the noise probe, then a user-level training run."""
+    tmp = tmp_path_factory.mktemp("two_processes")
+    launcher = RankLauncher(tmp)
+    script, out, run_dir = tmp / "probe.py", tmp / "two.json", tmp / "run"
+    script.write_text(PROBE_THEN_TRAIN)
+    output = launcher.run(script, out, ROOT / "tests", "--", *user_run(tmp, "train.epochs=1", f"output_dir={run_dir}"))
+    return SimpleNamespace(output=output, probe=json.loads(out.read_text()), run_dir=run_dir)
+
+
+def test_two_processes_add_the_noise_once_per_user_step(two_process_launch):
     """Under `accelerate launch` with 2 CPU processes: the noise on the applied gradient has std sigma*C/expected
-    users, as in one process; the training loop keeps the ranks in step (uneven users and physical batches per
-    rank) and accounts with q = expected users / training users."""
-    script, out = tmp_path / "probe.py", tmp_path / "two.json"
-    script.write_text(PROBE)
-    two_ranks.run(script, out, ROOT / "tests")
-    two = json.loads(out.read_text())
+    users, as in one process."""
+    two = two_process_launch.probe
     assert two["processes"] == 2 and two["steps"] == 1
     assert two["rank_sums"][0] == two["rank_sums"][1]
     assert two["std"] == pytest.approx(0.7 * 2.0 / 2, rel=0.03)
 
-    run_dir = tmp_path / "run"
-    two_ranks.run(ROOT / "train.py", *user_run(tmp_path, "train.epochs=1", f"output_dir={run_dir}"))
-    end = epoch_ends(run_dir)[-1]
+
+def test_two_processes_train_in_step_and_account_per_user(two_process_launch):
+    """The training loop keeps the ranks in step (uneven users and physical batches per rank) and accounts with
+    q = expected users / training users, as one process would."""
+    end = epoch_ends(two_process_launch.run_dir)[-1]
     assert end["processes"] == 2 and len(set(end["weight_checksums"])) == 1
     privacy = end["privacy"]
     assert privacy["unit"] == "user" and privacy["sample_rate"] == 2 / privacy["users"] and privacy["steps"] == end["steps"]
     one_process = PrivacyLedger(0.8, privacy["sample_rate"])
     for _ in range(privacy["steps"]):
         one_process(_Optimizer(noise_multiplier=0.8))
-    assert end["epsilon"] == one_process.epsilon(1e-5)
+    assert end["epsilon"] == pytest.approx(one_process.epsilon(1e-5), rel=1e-9)  # BLAS threads: see test_dp
