@@ -21,7 +21,9 @@ from ppmlm.identifiers.blacklist import build_blacklist
 from ppmlm.pipeline import compose_config, train
 from ppmlm.words import WordSegmenter
 
-FAST = {"progress": False, "maskings": 2, "bootstrap_resamples": 0, "identifiers_from": None, "max_length": 64}
+# what is sampled, not what the attacks find: no neighbours, no probe of every identifier occurrence
+FAST = {"progress": False, "maskings": 2, "bootstrap_resamples": 0, "identifiers_from": None, "max_length": 64,
+        "neighbours": 0, "privacy_probe": "sampled"}
 
 
 def test_chunks_are_taken_up_to_the_budget_the_first_one_always():
