@@ -4,7 +4,10 @@ from __future__ import annotations
 import pytest
 import spacy
 from conftest import tagged
+from thinc.api import Model, NumpyOps
+from threadpoolctl import ThreadpoolController
 
+from ppmlm.corpus.clinical import generate_corpus
 from ppmlm.identifiers.labels import PHI_LABELS
 from ppmlm.identifiers.ner import NERBackend, NERError, RegexRuler, Span, cut_into_pieces, load_ner, register_ner
 
@@ -119,6 +122,30 @@ def test_a_long_text_is_held_one_piece_at_a_time(monkeypatch):
     monkeypatch.setattr(ner.nlp, "pipe", recording)
     assert list(ner.spans(texts, batch_size=64)) == whole
     assert max(batches) <= 1000 and len(batches) >= len(paragraph * 60) // 1000  # short texts still batched together
+
+
+@pytest.mark.kernels
+def test_the_statistical_ner_multiplies_in_numpy_on_one_thread_with_blis_spans(ner, monkeypatch):
+    """thinc's BLIS runs its reference kernel on AMD Zen 3 and newer (docs/ner.md, Speed): the pipeline's models multiply
+    through numpy instead, one BLAS thread per NER process, and find what they found with BLIS."""
+    models = [component.model for _, component in ner.nlp.pipeline if isinstance(getattr(component, "model", None), Model)]
+    assert models and all(not node.ops.use_blis for model in models for node in model.walk())
+    texts = [record["text"] for record in generate_corpus(3, seed=7)]
+    threads = []
+    pipe = ner.nlp.pipe
+
+    def recording(items, **kwargs):
+        threads.append(max(pool["num_threads"] for pool in ThreadpoolController().select(user_api="blas").info()))
+        return pipe(items, **kwargs)
+
+    monkeypatch.setattr(ner.nlp, "pipe", recording)
+    in_numpy = list(ner.spans(texts))
+    assert threads and set(threads) == {1}
+    blis = NumpyOps(use_blis=True)
+    for model in models:
+        for node in model.walk():
+            monkeypatch.setattr(node, "ops", blis)
+    assert list(ner.spans(texts)) == in_numpy and sum(map(len, in_numpy)) > 50
 
 
 def test_cut_into_pieces_prefers_line_breaks_then_spaces():
