@@ -347,6 +347,43 @@ def two_ranks(tmp_path):
     return RankLauncher(tmp_path)
 
 
+FILE_SECONDS = "ppmlm/file_seconds"  # pytest's cache: each test file's seconds in the last run that ran it
+_file_seconds: dict[str, float] = {}
+
+
+def _file(nodeid: str) -> str:
+    return nodeid.split("::")[0]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under -n, longest files first. --dist=loadfile hands each worker a whole file at a time in the order the
+    workers collected them (--no-loadscope-reorder: xdist's own order, most tests first, put the few long
+    end-to-end files last), and the suite lasts until the last long file ends; started first, they end beside
+    the short ones. The seconds are the last run's, from pytest's cache; a file without any (a fresh clone, a
+    new file) goes first."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None or getattr(config, "cache", None) is None:
+        return
+    seconds = config.cache.get(FILE_SECONDS, {})
+    first_seen = {}
+    for item in items:
+        first_seen.setdefault(_file(item.nodeid), len(first_seen))
+    items.sort(key=lambda item: (-seconds.get(_file(item.nodeid), float("inf")), first_seen[_file(item.nodeid)]))
+
+
+def pytest_runtest_logreport(report):
+    """Each file's seconds (setup, call and teardown), summed where the reports arrive: in xdist's controller, or
+    in the one process without -n."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        _file_seconds[_file(report.nodeid)] = _file_seconds.get(_file(report.nodeid), 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    """Records the seconds of the files this run ran; a run of a few files leaves the others' as they were."""
+    cache = getattr(session.config, "cache", None)
+    if cache is not None and _file_seconds and os.environ.get("PYTEST_XDIST_WORKER") is None:
+        cache.set(FILE_SECONDS, {**cache.get(FILE_SECONDS, {}), **{f: round(s, 1) for f, s in _file_seconds.items()}})
+
+
 @pytest.fixture(autouse=True)
 def fresh_accelerator_state():
     """accelerate's state is one per process: a test that trains on the GPU would make the next test's
