@@ -4,6 +4,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import gc
 import os
 import shutil
 import signal
@@ -345,6 +346,15 @@ def run_watched(command: list, log: Path, timeout: float, **popen) -> subprocess
 def two_ranks(tmp_path):
     """Launches a script on 2 CPU processes; a hang fails the test within 3 minutes with every rank's stack."""
     return RankLauncher(tmp_path)
+
+
+def pytest_collection_finish(session):
+    """What collection imported (torch, transformers, spaCy, every test module: about half a million objects) lives
+    as long as the process: frozen, it is left out of every later garbage collection. A training run ends with two
+    full ones (ppmlm.training.distributed.end_processes, through accelerate's free_memory and its own), which took
+    about 0.5 s each over those objects, and Python's own full collections walked them as well."""
+    gc.collect()
+    gc.freeze()
 
 
 FILE_SECONDS = "ppmlm/file_seconds"  # pytest's cache: each test file's seconds in the last run that ran it
