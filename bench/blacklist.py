@@ -53,15 +53,18 @@ seconds of the detector alone, `load_ner("detector:DIR").spans`, at the same pro
 
     python bench/blacklist.py --detector runs/detector [--build-docs 2400] [--build-repeats 3]
 
-One long document (`--long-document MB [MB ...]`; the other figures are then skipped): `ppmlm blacklist` with the
-default NER and one process, run as its own process on a corpus of one user's single document of each size (the
-synthetic clinical notes one after the other), wall and CPU seconds (the command and its children) and its peak RSS
-(sampled every 50 ms). The cost must grow with the length, not its square: `long_document_growth` is the CPU seconds
-per MB of the largest document over those of the smallest (1.0: linear, below 1 as the start-up is spread over more
-text; 1.86 from 0.25 to 1 MB when each span rescanned the document). It ends with `long_document_seconds: X`, the
-wall seconds of the largest document.
+One long document (`--long-document MB [MB ...]`; the other figures are then skipped): on a corpus of one user's
+single document of each size (the synthetic clinical notes one after the other), two commands, each its own process
+pinned to one core (`--core`, 0 by default; OMP_NUM_THREADS=1): the NER alone (`load_ner("default").spans` over the
+note, start-up included) and the whole `ppmlm blacklist` with the default NER and one process. For each: wall, user
+and system CPU seconds, CPU seconds per MB and peak RSS (sampled every 50 ms). The cost must grow with the length,
+not its square: `long_document_growth` is the build's CPU seconds per MB of the largest document over those of the
+smallest (1.0: linear, below 1 as the start-up is spread over more text; 1.86 from 0.25 to 1 MB when each span
+rescanned the document), `long_document_memory_growth` the peak RSS of the largest over that of the smallest (1.0: flat). It ends
+with `long_document_seconds: X`, the wall seconds of the build of the largest document (the issue's target: 5 MB in
+under 120 s on one core).
 
-    python bench/blacklist.py --long-document 0.5 1 2 5
+    python bench/blacklist.py --long-document 1 5 [--core 1]
 """
 from __future__ import annotations
 
@@ -398,11 +401,14 @@ def long_document(megabytes: float, folder: str) -> str:
     return path
 
 
-def command_cost(argv: list[str]) -> dict:
-    """Wall and CPU seconds of a command run as a process of its own, and its peak RSS in MiB (sampled every 50 ms)."""
+def command_cost(argv: list[str], core: int | None = None) -> dict:
+    """Wall, user and system CPU seconds of a command run as a process of its own (on `core` alone, if given), and its
+    peak RSS in MiB (sampled every 50 ms)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    pin = None if core is None else (lambda: os.sched_setaffinity(0, {core}))
+    env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=pin, env=env)
     process, peak = psutil.Process(child.pid), 0.0
     while child.poll() is None:
         try:
@@ -416,25 +422,39 @@ def command_cost(argv: list[str]) -> dict:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if child.returncode:
         raise SystemExit(f"{' '.join(argv)} failed: {error.strip().splitlines()[-1:]}")
-    return {"wall": wall, "cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, "mib": peak}
+    user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+    return {"wall": wall, "user": user, "system": system, "cpu": user + system, "mib": peak}
 
 
-def long_documents(sizes: list[float]) -> None:
-    print(f"load average before: {os.getloadavg()}; {len(os.sched_getaffinity(0))} cores shared with other jobs")
+NER_ALONE = """import json, sys
+from ppmlm.identifiers.ner import load_ner
+text = json.loads(open(sys.argv[1], encoding="utf-8").readline())["text"]
+print(len(next(iter(load_ner("default").spans([text])))))
+"""
+
+
+def long_documents(sizes: list[float], core: int) -> None:
+    print(f"load average before: {os.getloadavg()}; {len(os.sched_getaffinity(0))} cores shared with other jobs; "
+          f"each command on core {core} alone")
     runs = {}
     with tempfile.TemporaryDirectory() as folder:
         for megabytes in sorted(sizes):
             data = long_document(megabytes, folder)
             out = os.path.join(folder, f"blacklist-{megabytes:g}")
-            runs[megabytes] = command_cost([sys.executable, "-m", "ppmlm", "blacklist", "--data", data, "--out", out,
-                                            "--n-process", "1"])
-            run = runs[megabytes]
-            print(f"  one document of {megabytes:g} MB: wall {run['wall']:.1f} s, CPU {run['cpu']:.1f} s "
-                  f"({run['cpu'] / megabytes:.1f} s per MB), peak RSS {run['mib']:,.0f} MiB "
-                  f"(load average now {os.getloadavg()[0]:.2f})", flush=True)
-    smallest, largest = min(runs), max(runs)
-    print(f"long_document_growth: {(runs[largest]['cpu'] / largest) / (runs[smallest]['cpu'] / smallest):.2f}")
-    print(f"long_document_seconds: {runs[largest]['wall']:.1f}")
+            commands = {"NER alone": [sys.executable, "-c", NER_ALONE, data],
+                        "ppmlm blacklist": [sys.executable, "-m", "ppmlm", "blacklist", "--data", data, "--out", out,
+                                            "--n-process", "1"]}
+            for name, argv in commands.items():
+                run = runs.setdefault(name, {})[megabytes] = command_cost(argv, core)
+                print(f"  {name}, one document of {megabytes:g} MB: wall {run['wall']:.1f} s, CPU {run['cpu']:.1f} s "
+                      f"(user {run['user']:.1f}, system {run['system']:.1f}; {run['cpu'] / megabytes:.1f} s per MB), "
+                      f"peak RSS {run['mib']:,.0f} MiB (load average now {os.getloadavg()[0]:.2f})", flush=True)
+    build = runs["ppmlm blacklist"]
+    smallest, largest = min(build), max(build)
+    if largest > smallest:
+        print(f"long_document_growth: {(build[largest]['cpu'] / largest) / (build[smallest]['cpu'] / smallest):.2f}")
+        print(f"long_document_memory_growth: {build[largest]['mib'] / build[smallest]['mib']:.2f}")
+    print(f"long_document_seconds: {build[largest]['wall']:.1f}")
 
 
 def main() -> None:
@@ -459,9 +479,10 @@ def main() -> None:
     parser.add_argument("--detector-n-process", type=int, default=2, help="NER processes of the detector builds")
     parser.add_argument("--long-document", type=float, nargs="+", metavar="MB",
                         help="sizes of one long document to build a blacklist of: measure that only")
+    parser.add_argument("--core", type=int, default=0, help="the core each --long-document command runs on, alone")
     args = parser.parse_args()
     if args.long_document:
-        long_documents(args.long_document)
+        long_documents(args.long_document, args.core)
         return
     if args.scale_data:
         scaling(args)
