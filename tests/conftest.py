@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import faulthandler
 import functools
 import gc
 import os
@@ -304,34 +305,45 @@ def finish_watched(process: subprocess.Popen, timeout: float) -> str:
     return process.log.read_text(errors="replace")
 
 
-_KILL_IN_EPOCH_2 = textwrap.dedent('''
-    """Runs train.py (argv[1]) with the overrides after it, and SIGKILLs itself at its first optimizer step once the
-    checkpoint of epoch 1 is complete (argv[2]): a kill in the middle of epoch 2 on a fast machine as on a slow one."""
-    import os, runpy, signal, sys
-    from pathlib import Path
+def train_killed_in_epoch_2(run_dir: Path, overrides: list, timeout: float = 600) -> None:
+    """What `python train.py *overrides` (output_dir=`run_dir`) leaves when SIGKILLed at its first optimizer step once
+    the checkpoint of epoch 1 is complete: a kill in the middle of epoch 2 on a fast machine as on a slow one. The
+    run is a child forked from this process, which has imported torch and ppmlm already (a new interpreter spent
+    about 12 s of CPU on that), and trains as train.py does (train_from_overrides), its output in
+    `run_dir`.killed.log; past `timeout` it writes its stacks there and the test fails."""
     from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-    script, epoch_1 = sys.argv[1], Path(sys.argv[2])
-    sys.argv = [script, *sys.argv[3:]]
+    from ppmlm.pipeline import train_from_overrides
 
-    def kill_in_epoch_2(optimizer, args, kwargs):
-        if epoch_1.exists():
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    register_optimizer_step_pre_hook(kill_in_epoch_2)
-    runpy.run_path(script, run_name="__main__")
-''')
-
-
-def train_killed_in_epoch_2(run_dir: Path, overrides: list, timeout: float = 600) -> None:
-    """`python train.py *overrides` (output_dir=`run_dir`) killed by SIGKILL at its first step of epoch 2."""
-    script = run_dir.parent / "kill_in_epoch_2.py"
-    script.write_text(_KILL_IN_EPOCH_2)
     epoch_1 = run_dir / "checkpoints" / "epoch-1" / "complete"
-    process = start_watched([sys.executable, script, ROOT / "train.py", epoch_1, *overrides, f"output_dir={run_dir}"],
-                            Path(f"{run_dir}.killed.log"), cwd=ROOT)
-    output = finish_watched(process, timeout)
-    assert process.returncode == -signal.SIGKILL, f"exit {process.returncode}, not killed in epoch 2:\n{output[-4000:]}"
+    log = Path(f"{run_dir}.killed.log")
+    pid = os.fork()
+    if pid == 0:  # the child never returns into pytest: killed in epoch 2, or it exits
+        try:
+            out = open(log, "w", buffering=1)
+            os.dup2(out.fileno(), 1)
+            os.dup2(out.fileno(), 2)
+            sys.stdout = sys.stderr = out
+            os.chdir(ROOT)
+            faulthandler.dump_traceback_later(timeout, exit=True, file=out)
+
+            def kill_in_epoch_2(optimizer, args, kwargs):
+                if epoch_1.exists():
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+            register_optimizer_step_pre_hook(kill_in_epoch_2)
+            train_from_overrides([*overrides, f"output_dir={run_dir}"])
+        finally:
+            os._exit(1)
+    deadline = time.monotonic() + timeout + 30  # the child's faulthandler ends it first
+    while not (ended := os.waitpid(pid, os.WNOHANG))[0]:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail(f"the run killed in epoch 2 had not ended after {timeout:.0f} s:\n{log.read_text()[-8000:]}")
+        time.sleep(0.2)
+    code = os.waitstatus_to_exitcode(ended[1])
+    assert code == -signal.SIGKILL, f"exit {code}, not killed in epoch 2:\n{log.read_text(errors='replace')[-4000:]}"
     assert epoch_1.exists() and not (run_dir / "checkpoints" / "epoch-2").exists()
 
 
