@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -12,6 +13,7 @@ from ppmlm.corpus.domains import SYNTHETIC_DOMAINS
 from ppmlm.errors import PPMLMError
 from ppmlm.identifiers.profiles import DEFAULT_PROFILE, PROFILES
 from ppmlm.models import local_models_only
+from ppmlm.processes import Terminated, terminated_as_exception
 
 
 def _synth(args) -> None:
@@ -404,15 +406,17 @@ def main(argv=None) -> int:
     if args.command != "push":  # the one command that talks to the Hub
         local_models_only()
     try:
-        args.run(args)
+        with terminated_as_exception():  # `kill` cleans up as Ctrl-C does
+            args.run(args)
     except PPMLMError as error:
         print(f"ppmlm {args.command}: error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Terminated) as stop:
         hint = "; the same command resumes from the last complete checkpoint" if args.command == "train" else ""
+        how, code = ("terminated", 128 + signal.SIGTERM) if isinstance(stop, Terminated) else ("interrupted", 130)
         # on a line of its own: a progress bar cut short leaves its line open
-        print(f"\nppmlm {args.command}: interrupted{hint}", file=sys.stderr)
-        return 130
+        print(f"\nppmlm {args.command}: {how}{hint}", file=sys.stderr)
+        return code
     return 0
 
 

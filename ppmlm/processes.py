@@ -1,4 +1,4 @@
-"""Worker processes that end with the process that started them.
+"""Worker processes that end with the process that started them, and a command that ends on SIGTERM as on Ctrl-C.
 
 A pool's workers are ended by the pool when it closes, and by our clean-up on an error or Ctrl-C; a parent killed
 by SIGKILL (the out-of-memory killer, `kill -9`, a scheduler's time limit) runs neither, and its workers, some
@@ -8,6 +8,7 @@ worker checks every second that its parent is still there.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import multiprocessing
 import os
@@ -16,6 +17,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
+from typing import Iterator
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 WATCH_SECONDS = 1.0
@@ -44,3 +46,26 @@ def _watch(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(WATCH_SECONDS)
     os._exit(1)
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread (not an Exception: no `except Exception` may swallow it)."""
+
+
+@contextlib.contextmanager
+def terminated_as_exception() -> Iterator[None]:
+    """Within the block, SIGTERM (`kill`, a scheduler's time limit) raises `Terminated` where the main thread is, so
+    that the command's clean-up runs (scratch folders of sensitive files, worker pools) as it does for Ctrl-C;
+    Python's default would end the process without it. Outside the main thread, a no-op."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise Terminated(signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TINY_MODEL, small_corpus
+from conftest import TINY_MODEL, checkout_first_on_path, small_corpus
 
 from ppmlm.corpus.domains import synthetic_records
 from ppmlm.errors import ConfigError, CorpusError, PPMLMError, RunInUseError
@@ -256,9 +256,11 @@ def test_ctrl_c_ends_with_one_line_and_exit_130(tmp_path):
     corpus = tmp_path / "c.jsonl"
     subprocess.run([sys.executable, "-m", "ppmlm.cli", "synth", "--users", "200", "--out", str(corpus)], check=True,
                    capture_output=True, timeout=300)
+    scratch = tmp_path / "tmp"  # where the shards' spans are written while it runs
+    scratch.mkdir()
     command = subprocess.Popen([sys.executable, "-m", "ppmlm.cli", "blacklist", "--data", str(corpus),
                                 "--out", str(tmp_path / "bl")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               preexec_fn=default_sigint)
+                               preexec_fn=default_sigint, env=dict(os.environ, TMPDIR=str(scratch)))
     seen = b""
     deadline = time.time() + 240
     while b"shards:" not in seen and time.time() < deadline:  # interrupt inside the shards' NER pass
@@ -269,6 +271,7 @@ def test_ctrl_c_ends_with_one_line_and_exit_130(tmp_path):
     assert command.returncode == 130, err
     assert err.replace("\r", "\n").strip().splitlines()[-1] == "ppmlm blacklist: interrupted" and "Traceback" not in err
     assert not (tmp_path / "bl").exists()
+    assert list(scratch.iterdir()) == []
 
 
 @pytest.mark.parametrize("argv, named", [
@@ -336,3 +339,41 @@ def test_audit_never_writes_into_a_folder_it_does_not_own(tmp_path, monkeypatch,
         assert main(["audit", "--model", "no-such-checkpoint", "--out", out]) == 2
         assert f"--out {out}: {named}" in capsys.readouterr().err
     assert [p.name for p in mine.iterdir()] == ["report.html"] and (mine / "report.html").read_text() == "a user's own report"
+
+
+def test_sigterm_cleans_up_as_ctrl_c_does_with_one_line_and_exit_143(tmp_path):
+    """A scheduler's time limit or `kill`: the command's clean-up runs (here synth's partial corpus is deleted)."""
+    out = tmp_path / "c.jsonl"
+    command = subprocess.Popen([sys.executable, "-m", "ppmlm.cli", "synth", "--users", "200000", "--out", str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while not any(path.stat().st_size for path in tmp_path.glob(".c.jsonl.*.partial")) and time.time() < deadline:
+        time.sleep(0.05)  # killed while it writes
+    command.terminate()
+    out_text, err = command.communicate(timeout=120)
+    assert command.returncode == 143, err.decode()
+    assert err.decode().replace("\r", "\n").strip().splitlines()[-1] == "ppmlm synth: terminated"
+    assert "Traceback" not in err.decode() and list(tmp_path.iterdir()) == []
+
+
+def test_a_killed_process_s_sensitive_scratch_is_deleted_by_the_next_one(tmp_path):
+    from ppmlm.files import remove_abandoned, sensitive_scratch
+
+    script = ("import sys, time\nfrom pathlib import Path\nfrom ppmlm.files import sensitive_scratch\n"
+              "with sensitive_scratch(Path(sys.argv[1]), 'model.staging') as folder:\n"
+              "    (folder / 'weights').write_text('trained on the notes')\n    print(folder, flush=True)\n"
+              "    time.sleep(120)\n")
+    child = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+                             env=dict(os.environ, PYTHONPATH=checkout_first_on_path()))
+    left = Path(child.stdout.readline().strip())
+    child.kill()  # SIGKILL: no clean-up of its own
+    child.wait(timeout=60)
+    alive = tmp_path / f".model.staging.{left.name.split('.')[3]}.{os.getpid()}-live"  # this process's: running
+    other = tmp_path / ".model.staging.another-host.1-x"  # a shared file system: not ours to judge
+    for folder in (alive, other, tmp_path / "model"):
+        folder.mkdir()
+    assert left.is_dir() and (left / "weights").is_file()
+    with sensitive_scratch(tmp_path, "model.staging") as mine:
+        assert not left.exists() and mine.is_dir()
+        assert remove_abandoned(tmp_path, "model.staging") == []  # the live ones stay
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted([alive.name, other.name, "model"])

@@ -18,6 +18,7 @@ from pathlib import Path
 from ppmlm.detector.directory import DetectorError
 from ppmlm.detector.examples import annotations, user_folds
 from ppmlm.detector.training import TrainingSettings, train_detector
+from ppmlm.files import sensitive_scratch
 from ppmlm.identifiers.blacklist import (
     ProtectionCounts,
     TermMatcher,
@@ -48,7 +49,7 @@ def evaluate_detector(corpus, folds: int = 2, *, spans_from: str = "phi", model=
     users = list(corpus["user_id"])
     groups = user_folds(users, folds, settings.seed, where)
     per_fold = []
-    with tempfile.TemporaryDirectory(prefix=".ppmlm-detector-folds-") as work:  # the detectors: sensitive, removed
+    with sensitive_scratch(Path(tempfile.gettempdir()), "ppmlm-detector-folds") as work:  # the folds' detectors
         for number, held in enumerate(groups, start=1):
             held = set(held)
             held_rows = [i for i, user in enumerate(users) if user in held]

@@ -12,8 +12,6 @@ all of them stop at the same epoch; the main process chooses the threshold and w
 from __future__ import annotations
 
 import math
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -43,6 +41,7 @@ from ppmlm.detector.examples import (
     labelled_windows,
     phi_categories,
 )
+from ppmlm.files import sensitive_scratch
 from ppmlm.identifiers.ner import DetectorSettings
 from ppmlm.identifiers.ner.tagger import Tagger
 from ppmlm.models import default_model_path
@@ -268,13 +267,10 @@ def _spans_by_type(spans: dict, doc_ids: list[str]) -> dict[str, int]:
 def _save(out: Path, model, tokenizer, detector: DetectorSettings) -> None:
     """The directory, written beside `out` and swapped in whole (`install`)."""
     out.absolute().parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.staging-", dir=out.absolute().parent))
-    try:
+    with sensitive_scratch(out.absolute().parent, f"{out.name}.staging") as staging:  # half a detector: deleted
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         detector.save(staging)
         write_card(staging, detector)
         mark(staging)
         install(staging, out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)  # a detector that failed half-way (installed: gone already)

@@ -23,7 +23,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,6 +34,7 @@ import scipy.sparse as sp
 from tqdm.auto import tqdm
 
 from ppmlm.errors import BlacklistError, CorpusError
+from ppmlm.files import sensitive_scratch
 from ppmlm.identifiers.evidence import EvidenceSettings, evidence_terms, words_tagged
 from ppmlm.identifiers.graph import GraphBuilder, GraphMerger, UserTermGraph
 from ppmlm.identifiers.labels import NAME
@@ -169,18 +169,16 @@ class Blacklist:
         call; where that is missing, the old artifact is renamed to `.NAME.replaced` only once the new one
         is complete, the new one renamed in, and the backup removed, and a kill between those two renames
         leaves the backup, which the next save or load of NAME restores. A kill before the swap leaves a
-        hidden `.NAME.staging-*` folder (as sensitive as the artifact; safe to delete).
+        hidden `.NAME.staging.HOST.PID-*` folder (as sensitive as the artifact), which the next save deletes.
         """
         directory = Path(directory)
         _restore_interrupted_save(directory)
         check_output_dir(directory)
         directory.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.staging-", dir=directory.parent))
-        try:
+        # deleted at the end: the old artifact after an exchange, or a failed new one
+        with sensitive_scratch(directory.parent, f"{directory.name}.staging") as staging:
             self._write(staging)
             _swap_in(staging, directory)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)  # the old artifact after an exchange, or a failed new one
         return directory
 
     def digest(self) -> str:

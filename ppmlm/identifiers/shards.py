@@ -33,7 +33,7 @@ import datasets
 from tqdm.auto import tqdm
 
 from ppmlm.errors import BlacklistError, CorpusError
-from ppmlm.files import write_atomically
+from ppmlm.files import sensitive_scratch, write_atomically
 from ppmlm.identifiers.blacklist import (
     CountsMerger,
     ProtectionCounts,
@@ -418,7 +418,8 @@ class _engine:
         if self.engine == "local":
             if self.processes <= 1:
                 return _InProcess()
-            runner = _ProcessPool(self.processes, Path(self.stack.enter_context(tempfile.TemporaryDirectory())))
+            runner = _ProcessPool(self.processes, self.stack.enter_context(
+                sensitive_scratch(Path(tempfile.gettempdir()), "ppmlm-shards")))
             self.stack.callback(runner.pool.shutdown, cancel_futures=True)
             return runner
         import distributed  # the optional extra `ppmlm[distributed]`, checked by check_engine
