@@ -237,7 +237,7 @@ def main() -> None:
         results, warm = {}, {}
         for seed in args.seeds:
             for name, recipe in runs.items():
-                slug = name.replace("+", "").replace(",", "").replace(" ", "-").replace("=", "")
+                slug = name.replace("+", "").replace(",", "").replace(" ", "-").replace("=", "").replace("ε", "eps")
                 directory = args.work / corpus_name / f"{slug}-seed{seed}"
                 train(f"{corpus_name} {name} seed {seed}", [*overrides, f"seed={seed}", *common, *recipe], directory,
                       args.epochs)
