@@ -82,6 +82,29 @@ def test_built_once_and_cached_by_content(tmp_path, tokenizer, capsys, monkeypat
     assert len([p for p in (tmp_path / "warm").iterdir() if not p.name.startswith(".")]) == 2
 
 
+def test_one_warm_start_for_every_run_seed(tmp_path, tokenizer, monkeypatch):
+    """From a checkpoint without an MLM head, each run seed draws another fresh head at load; the warm start starts
+    from its own draw, so runs of any seed share one entry."""
+    torch.manual_seed(3)
+    BertModel(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64)).save_pretrained(tmp_path / "headless")
+    tokenizer.save_pretrained(tmp_path / "headless")
+    abstracts = write_abstracts(tmp_path / "abstracts.csv", public_abstracts(12))
+    cfg = RunConfig.from_config(compose_config([
+        f"model.name_or_path={tmp_path / 'headless'}", f"data.path={small_corpus()}", *TINY_PUBLIC,
+        "model.warm_start=public", f"model.public.abstracts={abstracts}", f"model.public.cache_dir={tmp_path / 'warm'}"]))
+    corpus = load_corpus(small_corpus())
+    torch.manual_seed(42)
+    first, record = warm_start.public_warm_start(cfg, load_model(cfg.model, tokenizer), tokenizer, corpus, accelerator())
+    monkeypatch.setattr(warm_start, "train_warm_start", lambda *a, **k: pytest.fail("trained again for another seed"))
+    torch.manual_seed(43)
+    loaded = load_model(cfg.model, tokenizer)
+    assert loaded.ppmlm_fresh_parameters  # the head is missing from the checkpoint: drawn from the run's seed
+    again, same = warm_start.public_warm_start(cfg, loaded, tokenizer, corpus, accelerator())
+    assert same == record
+    assert all(torch.equal(a, b) for a, b in zip(first.state_dict().values(), again.state_dict().values()))
+
+
 def test_never_trains_on_the_run_corpus(tmp_path, tokenizer, monkeypatch):
     """A document of the run's corpus that is also public text (here one with a planted phrase, whichever role its
     user has) is left out of the warm start, and no text of the run reaches its features."""

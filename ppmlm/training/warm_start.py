@@ -142,6 +142,7 @@ def public_warm_start(cfg, model, tokenizer, run_corpus, accelerator):
                          + "); set model.public.abstracts or model.public.synth_users, or model.warm_start=none")
     settings = {key: getattr(public, key) for key in ("layers", "epochs", "batch_size", "lr", "head_lr")}
     settings.update(max_length=cfg.train.max_length, mlm_probability=cfg.masking.mlm_probability)
+    redraw_fresh_matrices(model)
     key = hashlib.blake2b(json.dumps({"encoder": weights_digest(model), "vocabulary": len(tokenizer),
                                       "texts": text.digest(), "settings": settings}, sort_keys=True).encode(),
                           digest_size=12).hexdigest()
@@ -164,6 +165,19 @@ def public_warm_start(cfg, model, tokenizer, run_corpus, accelerator):
         f"; masked-token accuracy on {record['held_out_documents']} held-out public documents {accuracy['before']:.3f} "
         f"before, {accuracy['after']:.3f} after" if record["held_out_documents"] else ""))
     return warm, record
+
+
+def redraw_fresh_matrices(model) -> None:
+    """The matrices the checkpoint lacked (the fresh MLM head's transform) drawn again from the warm start's own seed.
+    At load they come from the run's seed, and the warm start, its cache key and its weights alike, must be one for
+    every run seed; the fresh biases and norms start at constants already."""
+    fresh = getattr(model, "ppmlm_fresh_parameters", frozenset())
+    generator = torch.Generator().manual_seed(SEED)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if name in fresh and parameter.dim() >= 2:
+                drawn = torch.randn(parameter.shape, generator=generator) * model.config.initializer_range
+                parameter.copy_(drawn.to(parameter.device, parameter.dtype))
 
 
 def describe(text: PublicText) -> str:
