@@ -15,6 +15,7 @@ from conftest import TINY_MODEL, checkout_first_on_path, small_corpus
 
 from ppmlm.corpus.domains import synthetic_records
 from ppmlm.errors import ConfigError, CorpusError, PPMLMError, RunInUseError
+from ppmlm.files import remove_abandoned, sensitive_scratch
 from ppmlm.pipeline import compose_config, train
 from ppmlm.rundir import RunDirectory
 
@@ -346,19 +347,20 @@ def test_sigterm_cleans_up_as_ctrl_c_does_with_one_line_and_exit_143(tmp_path):
     out = tmp_path / "c.jsonl"
     command = subprocess.Popen([sys.executable, "-m", "ppmlm.cli", "synth", "--users", "200000", "--out", str(out)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.time() + 120
-    while not any(path.stat().st_size for path in tmp_path.glob(".c.jsonl.*.partial")) and time.time() < deadline:
-        time.sleep(0.05)  # killed while it writes
-    command.terminate()
-    out_text, err = command.communicate(timeout=120)
+    try:
+        deadline = time.time() + 120
+        while not any(path.stat().st_size for path in tmp_path.glob(".c.jsonl.*.partial")) and time.time() < deadline:
+            time.sleep(0.05)  # killed while it writes
+        command.terminate()
+        _, err = command.communicate(timeout=120)
+    finally:
+        command.kill()  # whatever failed above: no 200,000-patient corpus left writing
     assert command.returncode == 143, err.decode()
     assert err.decode().replace("\r", "\n").strip().splitlines()[-1] == "ppmlm synth: terminated"
     assert "Traceback" not in err.decode() and list(tmp_path.iterdir()) == []
 
 
 def test_a_killed_process_s_sensitive_scratch_is_deleted_by_the_next_one(tmp_path):
-    from ppmlm.files import remove_abandoned, sensitive_scratch
-
     script = ("import sys, time\nfrom pathlib import Path\nfrom ppmlm.files import sensitive_scratch\n"
               "with sensitive_scratch(Path(sys.argv[1]), 'model.staging') as folder:\n"
               "    (folder / 'weights').write_text('trained on the notes')\n    print(folder, flush=True)\n"
