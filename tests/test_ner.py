@@ -10,6 +10,8 @@ from threadpoolctl import ThreadpoolController
 from ppmlm.corpus.clinical import generate_corpus
 from ppmlm.identifiers.labels import PHI_LABELS
 from ppmlm.identifiers.ner import NERBackend, NERError, RegexRuler, Span, cut_into_pieces, load_ner, register_ner
+from ppmlm.identifiers.ner import spacy_backend
+from ppmlm.identifiers.ner.spacy_backend import decodes_in_sections, recognize_in_sections, sections
 
 CAPS_NOTE = (
     "PT IS A 65 YO M W/ HX OF CHF, SEEN BY DR SMITH AT ST. MARY'S HOSPITAL ON 7/22. CALL 555-123-4567."
@@ -111,15 +113,13 @@ def test_a_long_text_is_held_one_piece_at_a_time(monkeypatch):
     whole = list(ner.spans(texts))
     monkeypatch.setattr(ner, "piece_chars", 1000)
     batches = []
-    pipe = ner.nlp.pipe
+    one_core = ner._one_core
 
-    def recording(items, **kwargs):
-        items = list(items)
-        if kwargs.get("as_tuples"):  # our call, not spaCy's own call of itself with the texts
-            batches.append(sum(len(piece) for piece, _ in items))
-        return pipe(items, **kwargs)
+    def recording(batch):
+        batches.append(sum(len(piece) for piece, _ in batch))
+        return one_core(batch)
 
-    monkeypatch.setattr(ner.nlp, "pipe", recording)
+    monkeypatch.setattr(ner, "_one_core", recording)
     assert list(ner.spans(texts, batch_size=64)) == whole
     assert max(batches) <= 1000 and len(batches) >= len(paragraph * 60) // 1000  # short texts still batched together
 
@@ -132,13 +132,12 @@ def test_the_statistical_ner_multiplies_in_numpy_on_one_thread_with_blis_spans(n
     assert models and all(not node.ops.use_blis for model in models for node in model.walk())
     texts = [record["text"] for record in generate_corpus(3, seed=7)]
     threads = []
-    pipe = ner.nlp.pipe
 
-    def recording(items, **kwargs):
+    def recording(*args):
         threads.append(max(pool["num_threads"] for pool in ThreadpoolController().select(user_api="blas").info()))
-        return pipe(items, **kwargs)
+        return recognize_in_sections(*args)
 
-    monkeypatch.setattr(ner.nlp, "pipe", recording)
+    monkeypatch.setattr(spacy_backend, "recognize_in_sections", recording)
     with ThreadpoolController().limit(limits=2, user_api="blas"):  # the suite's one thread (conftest) is not the proof
         in_numpy = list(ner.spans(texts))
     assert threads and set(threads) == {1}
@@ -147,6 +146,54 @@ def test_the_statistical_ner_multiplies_in_numpy_on_one_thread_with_blis_spans(n
         for node in model.walk():
             monkeypatch.setattr(node, "ops", blis)
     assert list(ner.spans(texts)) == in_numpy and sum(map(len, in_numpy)) > 50
+
+
+def test_the_recognizer_decoded_in_sections_finds_what_spacy_finds(ner):
+    """Notes shorter than two sections are decoded whole: the entities are spaCy's own, to the token, though every
+    note of a batch advances together from Python. A long note's sections differ only beside their cuts."""
+    notes = [record["text"] for record in generate_corpus(6, seed=3)]
+    ours = [doc for doc, _ in ner._one_core([(note, None) for note in notes])]
+    spacys = list(ner.nlp.pipe(notes))
+    assert all(len(doc) < 2 * ner.section_tokens for doc in ours)
+    assert [[(e.start, e.end, e.label_) for e in doc.ents] for doc in ours] == [
+        [(e.start, e.end, e.label_) for e in doc.ents] for doc in spacys]
+    long_note = "\n".join(notes * 3)
+    (doc, _), = ner._one_core([(long_note, None)])
+    whole = {(e.start, e.end, e.label_) for e in next(ner.nlp.pipe([long_note])).ents}
+    found = {(e.start, e.end, e.label_) for e in doc.ents}
+    assert len(list(sections(doc, ner.section_tokens))) >= 4 and len(whole) > 100
+    assert len(found ^ whole) <= 0.02 * len(whole)
+
+
+def test_only_a_recognizer_with_its_own_token_vectors_is_decoded_in_sections():
+    """A recognizer listening to a shared tok2vec reads the whole doc's tensor, which a section lacks."""
+    own = spacy.blank("en")
+    own.add_pipe("ner").add_label("X")
+    listening = spacy.blank("en")
+    listening.add_pipe("tok2vec")
+    listener = {"@architectures": "spacy.Tok2VecListener.v1", "width": 96}
+    listening.add_pipe("ner", config={"model": {"@architectures": "spacy.TransitionBasedParser.v2", "state_type": "ner",
+                                                "extra_state_tokens": False, "hidden_width": 64, "maxout_pieces": 2,
+                                                "use_upper": True, "tok2vec": listener}}).add_label("X")
+    for nlp in (own, listening):
+        nlp.initialize()
+    assert decodes_in_sections(own.get_pipe("ner")) and not decodes_in_sections(listening.get_pipe("ner"))
+
+
+def test_sections_cover_the_doc_cut_at_line_starts_and_never_inside_an_entity():
+    nlp = spacy.blank("en")
+    doc = nlp("one two three four\nfive six seven\neight nine ten eleven twelve\nend")
+    bounds = list(sections(doc, 3))
+    assert bounds[0][0] == 0 and bounds[-1][1] == len(doc)
+    assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
+    assert all("\n" in doc[start - 1].text for start, _ in bounds[1:])
+    assert all(end - start >= 3 for start, end in bounds[:-1])
+    flat = nlp(" ".join(f"w{i}" for i in range(20)))  # no line break: cut every `size` tokens
+    flat.set_ents([flat.char_span(flat[5].idx, flat[7].idx + 2, label="X")])
+    bounds = list(sections(flat, 3))
+    assert bounds[0][0] == 0 and bounds[-1][1] == 20 and all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
+    assert all(not 5 < start <= 7 for start, _ in bounds)  # never inside the entity of tokens 5..7
+    assert list(sections(nlp(""), 3)) == [(0, 0)]
 
 
 def test_cut_into_pieces_prefers_line_breaks_then_spaces():

@@ -6,8 +6,13 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable, Iterator
 
+import numpy as np
 import spacy
+from spacy.attrs import ENT_IOB, ENT_KB_ID, ENT_TYPE
 from spacy.language import Language
+from spacy.pipeline import EntityRecognizer
+from spacy.tokens import Doc
+from spacy.tokens import Span as SpacySpan
 from thinc.api import Model, NumpyOps
 from threadpoolctl import ThreadpoolController
 
@@ -19,6 +24,8 @@ from ppmlm.identifiers.ner.registry import NERError, Span, load_ner, register_ne
 from ppmlm.identifiers.profiles import DEFAULT_PROFILE
 from ppmlm.processes import worker_pool
 
+_ENTITY_ATTRS = [ENT_IOB, ENT_TYPE, ENT_KB_ID]
+
 
 class SpacyNER:
     """A spaCy pipeline whose `doc.ents` become PHI spans through a label map.
@@ -28,6 +35,7 @@ class SpacyNER:
     """
 
     piece_chars = 100_000
+    section_tokens = 400  # the statistical NER decodes a piece in sections of about this many tokens (`recognize_in_sections`)
     texts_per_task = 256  # texts a worker process gets at a time with n_process > 1
 
     def __init__(
@@ -36,6 +44,7 @@ class SpacyNER:
     ):
         self.nlp = nlp
         multiply_with_numpy(nlp)
+        self._in_sections = {name for name, component in nlp.pipeline if decodes_in_sections(component)}
         self._blas = ThreadpoolController()
         self.name = name
         self.label_map = {**label_map, **{label: label for label in PHI_LABELS}}
@@ -68,9 +77,19 @@ class SpacyNER:
                 found = []
 
     def _one_core(self, batch: list) -> list:
-        """A batch's Docs, its matrix products on one thread as BLIS ran them: `n_process` says how many cores NER uses."""
+        """A batch's (Doc, context) pairs: each component over the whole batch in turn, as `nlp.pipe` would, but a
+        greedy entity recognizer through `recognize_in_sections`. Matrix products run on one thread as BLIS ran them:
+        `n_process` says how many cores NER uses."""
         with self._blas.limit(limits=1, user_api="blas"):
-            return list(self.nlp.pipe(batch, as_tuples=True, batch_size=len(batch)))
+            docs = [self.nlp.make_doc(piece) for piece, _ in batch]
+            for name, component in self.nlp.pipeline:
+                if name in self._in_sections:
+                    recognize_in_sections(component, docs, self.section_tokens)
+                elif hasattr(component, "pipe"):
+                    docs = list(component.pipe(docs))
+                else:
+                    docs = [component(doc) for doc in docs]
+            return [(doc, context) for doc, (_, context) in zip(docs, batch)]
 
     def doc_spans(self, doc, text: str) -> list[Span]:
         out = []
@@ -90,6 +109,73 @@ class SpacyNER:
                 label = mapped
             out.append(Span(ent.start_char, ent.end_char, label))
         return out
+
+
+def decodes_in_sections(component) -> bool:
+    """A greedy entity recognizer with its own token vectors. One that listens to a shared tok2vec or transformer
+    reads the tensor that component left on the whole doc, which a section does not carry: spaCy's loop runs it."""
+    return (isinstance(component, EntityRecognizer) and component.cfg["beam_width"] == 1
+            and not any("listener" in node.name for node in component.model.walk()))
+
+
+def recognize_in_sections(ner: EntityRecognizer, docs: list[Doc], size: int) -> None:
+    """Set `docs`' entities as `ner` predicts them, decoding every section of every doc together, one move a step,
+    driven from Python.
+
+    spaCy 3.8.8 and later decode with the GIL released but take it back twice for each candidate move of each token
+    (docs/ner.md, One long note), most of the NER's time; driven from here, with the GIL held, the same moves cost a
+    fraction. A long piece is one decoding state, so it is decoded as sections (`sections`) whose states advance
+    together, and each step's Python overhead is shared. The moves and entities are spaCy's own; only the few tokens
+    beside a cut see a shorter context. Rule entities (preset, blocked or missing tokens) are kept as spaCy keeps them."""
+    cuts = [(doc, start, end) for doc in docs for start, end in sections(doc, size)]
+    entities = {id(doc): doc.to_array(_ENTITY_ATTRS) for doc in docs}
+    parts = [section_doc(doc, entities[id(doc)], start, end) for doc, start, end in cuts]
+    states = ner.moves.init_batch(parts)
+    if any(len(part) for part in parts):
+        ner._ensure_labels_are_added(parts)
+        model = ner.model.predict(parts)
+        unfinished = [state for state in states if not state.is_final()]
+        while unfinished:
+            unfinished = ner.transition_states(unfinished, model.predict(unfinished))
+        model.clear_memory()
+    ner.set_annotations(parts, states)
+    found: dict[int, list] = {id(doc): [] for doc in docs}
+    for (doc, start, _), part in zip(cuts, parts):
+        found[id(doc)].extend(SpacySpan(doc, start + ent.start, start + ent.end, label=ent.label, kb_id=ent.kb_id)
+                              for ent in part.ents)
+    for doc in docs:
+        doc.set_ents(found[id(doc)], default="outside")
+
+
+def section_doc(doc: Doc, entities: np.ndarray, start: int, end: int) -> Doc:
+    """Tokens start..end of `doc` as a Doc of their own, with their rows of `entities` (the doc's `_ENTITY_ATTRS`):
+    what the recognizer reads. `Span.as_doc` would copy every attribute of the whole doc for each section."""
+    words, spaces = [], []
+    for token in doc[start:end]:
+        words.append(token.text)
+        spaces.append(bool(token.whitespace_))
+    part = Doc(doc.vocab, words=words, spaces=spaces)
+    part.from_array(_ENTITY_ATTRS, entities[start:end])
+    return part
+
+
+def sections(doc: Doc, size: int) -> Iterator[tuple[int, int]]:
+    """Token ranges covering `doc`, each of at least `size` tokens (but the last), cut at the start of the next line;
+    a text without line breaks is cut every `size` tokens. Never inside a preset entity."""
+    text, starts = doc.text, doc.to_array("IDX")
+    start = 0
+    while len(doc) - start > 2 * size:
+        newline = text.find("\n", int(starts[start + size]))
+        cut = int(np.searchsorted(starts, newline + 1)) if newline >= 0 else len(doc)
+        if cut - start > 4 * size:
+            cut = start + size
+        while cut < len(doc) and doc[cut].ent_iob_ == "I":
+            cut += 1
+        if cut >= len(doc):
+            break
+        yield start, cut
+        start = cut
+    yield start, len(doc)
 
 
 def multiply_with_numpy(nlp: Language) -> None:
