@@ -132,7 +132,7 @@ def recognize_in_sections(ner: EntityRecognizer, docs: list[Doc], size: int) -> 
     parts = [section_doc(doc, entities[id(doc)], start, end) for doc, start, end in cuts]
     states = ner.moves.init_batch(parts)
     if any(len(part) for part in parts):
-        ner._ensure_labels_are_added(parts)
+        ner._ensure_labels_are_added(parts)  # as spaCy's own greedy_parse does first
         model = ner.model.predict(parts)
         unfinished = [state for state in states if not state.is_final()]
         while unfinished:
@@ -160,8 +160,8 @@ def section_doc(doc: Doc, entities: np.ndarray, start: int, end: int) -> Doc:
 
 
 def sections(doc: Doc, size: int) -> Iterator[tuple[int, int]]:
-    """Token ranges covering `doc`, each of at least `size` tokens (but the last), cut at the start of the next line;
-    a text without line breaks is cut every `size` tokens. Never inside a preset entity."""
+    """Token ranges covering `doc`, each of at least `size` tokens (but the last), cut at the start of the next line,
+    or after `size` tokens where no line starts within `4 * size`. Never inside a preset entity."""
     text, starts = doc.text, doc.to_array("IDX")
     start = 0
     while len(doc) - start > 2 * size:
