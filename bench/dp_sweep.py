@@ -10,7 +10,9 @@ The recipe's defaults (recipes/recipe/dp-user.yaml, dp.yaml) come from its outpu
    step draws for a user (train.dp.max_chunks_per_user), on the tuning corpus's training users, over the
    parameters DP-SGD trains (train.dp.freeze_embeddings). The printed quantiles give C: the literature clips most
    gradients (Li et al. 2022 clip all, C = 0.1; Ponomareva et al. 2023 pick C at a low-to-middle quantile of
-   the norms so that clipping stays informative); `--clip-quantile` (0.5) picks one.
+   the norms so that clipping stays informative); `--clip-quantile` (0.5) picks one for the sweep's runs. The
+   recipes keep C below the 10th percentile, every unit clipped, where AdamW's step no longer depends on C
+   (docs/dp.md "Defaults").
 2. **Expected logical batch and learning rate.** DP runs of the recipe at the target ε (Poisson batches of
    `--batches` expected users or chunks, processed in physical batches of train.dp.physical_batch_size), at
    each `--lrs`, for `--epochs`, each audited on held-out tuning users; utility is the audit's masked whole-word
@@ -18,7 +20,7 @@ The recipe's defaults (recipes/recipe/dp-user.yaml, dp.yaml) come from its outpu
    alone (no private training) frame it.
 
     python bench/dp_sweep.py [--recipe dp-user] [--users 320] [--epochs 2] [--epsilon 8] [--batches 32 96]
-                             [--lrs 1e-4 3e-4 1e-3] [--clip-quantile 0.5] [--norm-chunks 96] [--set KEY=VALUE ...]
+                             [--lrs 1e-4 3e-4 1e-3] [--clip-quantile 0.5] [--norm-users 24] [--set KEY=VALUE ...]
 
 Runs live under --work (default runs/dp-sweep/); a finished run is reused. The last line is
 `dp_sweep_utility_ratio: X` (the best DP point's utility / the same recipe's without DP, on the tuning corpus).
