@@ -11,7 +11,7 @@ The recipe's defaults (recipes/recipe/dp-user.yaml, dp.yaml) come from its outpu
    parameters DP-SGD trains (train.dp.freeze_embeddings). The printed quantiles give C: the literature clips most
    gradients (Li et al. 2022 clip all, C = 0.1; Ponomareva et al. 2023 pick C at a low-to-middle quantile of
    the norms so that clipping stays informative); `--clip-quantile` (0.5) picks one for the sweep's runs. The
-   recipes keep C below the 10th percentile, every unit clipped, where AdamW's step no longer depends on C
+   recipes keep C below the 10th percentile, nearly every unit clipped, where AdamW's step barely depends on C
    (docs/dp.md "Defaults").
 2. **Expected logical batch and learning rate.** DP runs of the recipe at the target ε (Poisson batches of
    `--batches` expected users or chunks, processed in physical batches of train.dp.physical_batch_size), at
