@@ -9,8 +9,7 @@ from threadpoolctl import ThreadpoolController
 
 from ppmlm.corpus.clinical import generate_corpus
 from ppmlm.identifiers.labels import PHI_LABELS
-from ppmlm.identifiers.ner import NERBackend, NERError, RegexRuler, Span, cut_into_pieces, load_ner, register_ner
-from ppmlm.identifiers.ner import spacy_backend
+from ppmlm.identifiers.ner import NERBackend, NERError, RegexRuler, Span, cut_into_pieces, load_ner, register_ner, spacy_backend
 from ppmlm.identifiers.ner.spacy_backend import decodes_in_sections, recognize_in_sections, sections
 
 CAPS_NOTE = (
