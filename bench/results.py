@@ -74,7 +74,8 @@ def plan_runs(args) -> tuple[list[Run], list[Run]]:
             references.append(Run(domain, "reference", [*base, "recipe=mlm", "data.train_users=population",
                                                         "audit.enabled=false"], work / "reference", epochs))
             audited = [*base, "audit.enabled=true", f"audit.max_users_per_side={args.audit_users}",
-                       f"audit.max_chunks_per_user={args.audit_chunks}", f"audit.canaries.enabled={str(args.canaries).lower()}",
+                       f"audit.max_chunks_per_user={args.audit_chunks}",
+                       *(["audit.canaries.enabled=true"] if args.canaries else []),  # else auto: one-run canaries under DP
                        f"audit.reference={work / 'reference' / 'checkpoints' / f'epoch-{epochs}'}"]
             for name in recipes:
                 runs.append(Run(domain, name, [*audited, *RECIPES[name]], work / name.replace("+", "-"), epochs))
@@ -82,7 +83,8 @@ def plan_runs(args) -> tuple[list[Run], list[Run]]:
                 for k, n in sweep_points(args):
                     overrides = [*audited, "recipe=ppmlm", f"blacklist.k={k}", f"blacklist.n={n}"]
                     runs.append(Run(domain, f"ppmlm k={k} n={n}", overrides, work / f"ppmlm-k{k}-n{n}", epochs, (k, n)))
-    return references, runs
+    # the longer runs last: a command stopped early has the comparison of every recipe on every corpus first
+    return references, sorted(runs, key=lambda run: run.epochs != args.epochs)
 
 
 def sweep_points(args) -> list[tuple[int, int]]:
@@ -164,8 +166,8 @@ def tpr(figures: dict, at: str = "0.01") -> str:
 def main_table(records: list[dict], epoch: int | None = None) -> list[str]:
     rows = ["| recipe | utility | privacy | direct | indirect | identifier MIA AUC | TPR@0.1% | TPR@1% | TPR@10% "
             "| loss AUC s / u | loss TPR@1% s / u | LR AUC s / u | LR TPR@1% s / u | RMIA AUC s / u | RMIA TPR@1% s / u "
-            "| NB AUC s / u | NB TPR@1% s / u | ε (RDP / PRV) | train s | run min |",
-            "|---|" + "---:|" * 19]
+            "| NB AUC s / u | NB TPR@1% s / u | ε (RDP / PRV) | one-run ε ≥ | train s | run min |",
+            "|---|" + "---:|" * 20]
     for record in records:
         last = at(record, epoch)
         privacy, ident = last["privacy"], attack(last, "identifier_count")
@@ -184,6 +186,7 @@ def main_table(records: list[dict], epoch: int | None = None) -> list[str]:
             f"| {number(rmia_s.get('auc'), 2)} / {number(rmia_u.get('auc'), 2)} | {tpr(rmia_s)} / {tpr(rmia_u)} "
             f"| {number(nb_s.get('auc'), 2)} / {number(nb_u.get('auc'), 2)} | {tpr(nb_s)} / {tpr(nb_u)} "
             f"| {(number(eps.get('rdp'), 2) + ' / ' + number(eps.get('prv'), 2)) if eps else '-'} "
+            f"| {number((last.get('empirical_epsilon') or {}).get('epsilon'), 2) if last.get('empirical_epsilon') else '-'} "
             f"| {sum(e['train_seconds'] or 0 for e in record['epochs'] if e['epoch'] <= last['epoch']):.0f} "
             f"| {minutes} |")
     return rows
@@ -378,6 +381,11 @@ def paper_checks(records: list[dict]) -> list[str]:
         check("DP-SGD keeps privacy high (about 0.98) ...", privacy["dp"] >= 0.98, f"dp {privacy['dp']:.4f}")
         check("... but costs much utility", utility["dp"] < 0.8 * utility["mlm"],
               f"dp {utility['dp']:.3f} vs mlm {utility['mlm']:.3f}")
+    if have("ppmlm", "ppmlm+dp-user"):
+        check("ppmlm's own target, not the paper's (docs/dp.md): user-level DP keeps at least 70% of the utility of "
+              "ppmlm without DP", utility["ppmlm+dp-user"] >= 0.7 * utility["ppmlm"],
+              f"ppmlm+dp-user {utility['ppmlm+dp-user']:.3f} vs ppmlm {utility['ppmlm']:.3f} "
+              f"({utility['ppmlm+dp-user'] / utility['ppmlm']:.2f})" if utility["ppmlm"] else "ppmlm predicts nothing")
     if have("dppmlm", "ppmlm"):
         dppmlm, ppmlm = last["dppmlm"]["privacy"]["indirect"]["score"], last["ppmlm"]["privacy"]["indirect"]["score"]
         check("DPPMLM (direct identifiers only) leaks indirect ones (appendix A)", dppmlm < ppmlm,
@@ -397,6 +405,40 @@ def resolution(records: list[dict]) -> str:
             f"({samples} chunks) the smallest non-zero false-positive rate is 1/{users} at user level "
             f"(1/{samples} at sample level): TPR at 0.1% and 1% FPR both read the share of members scored above "
             "every non-member, which a blind attack puts at about 1/(non-members + 1).")
+
+
+def warm_start_lines(records: list[dict]) -> list[str]:
+    """Which runs started from the public warm start, and what it saw: the audit records it (docs/training.md)."""
+    warm = [r for r in records if (r["epochs"][0].get("warm_start") or {}).get("kind") == "public"]
+    if not warm:
+        return ["- Warm start: none; every run starts from the offline encoder with a fresh MLM head."]
+    start = warm[0]["epochs"][0]["warm_start"]
+    sources = ", ".join(f"{source['source']} ({source['documents']} documents)" for source in start.get("sources", []))
+    accuracy = start.get("held_out_masked_token_accuracy") or {}
+    names = sorted({r["run"] for r in warm})
+    return [f"- Warm start (`model.warm_start: auto`): {', '.join(names)} start from the public warm start: "
+            f"{start.get('trained')} trained without DP for {start.get('steps')} steps on public text only ({sources}); "
+            f"masked-token accuracy on its held-out public documents {number(accuracy.get('before'))} before, "
+            f"{number(accuracy.get('after'))} after. The other runs start from the offline encoder with a fresh MLM head.",
+            *(["- The warm start's synthetic patients draw names and places from the lists the corpora's patients are drawn "
+               "from: identifiers it predicts before any private step count against the runs that start from it "
+               "(docs/dp.md, *The warm start in docs/results.md*)."]
+              if any(source["source"].startswith("synthetic") for source in start.get("sources", [])) else [])]
+
+
+def dp_settings_table(records: list[dict]) -> list[str]:
+    """The DP runs' unit, σ, C and batch as the audit recorded them: what their ε rests on."""
+    rows = [(r, r["epochs"][-1].get("dp_settings")) for r in records if r["epochs"][-1].get("dp_settings")]
+    if not rows:
+        return []
+    table = ["DP settings of the DP runs (from each run's audit; ε is per unit, docs/dp.md):", "",
+             "| corpus | recipe | epochs | unit | target ε | δ | σ | C | expected batch (units) | steps |",
+             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for record, dp in rows:
+        table.append(f"| {record['domain']} | {record['run']} | {record['epochs'][-1]['epoch']} | {dp.get('unit', 'chunk')} "
+                     f"| {dp.get('target_epsilon')} | {dp.get('delta')} | {number(dp.get('noise_multiplier'))} "
+                     f"| {dp.get('max_grad_norm')} | {number(dp.get('expected_batch_size'), 1)} | {dp.get('steps')} |")
+    return [*table, ""]
 
 
 def write_report(args, runs: list[Run], unfinished: list[Run]) -> None:
@@ -420,8 +462,9 @@ def write_report(args, runs: list[Run], unfinished: list[Run]) -> None:
         f"- Model: {settings['model'] or 'the offline all-MiniLM-L6-v2 warm start with a fresh MLM head'}; "
         f"{' or '.join(str(e) for e in sorted({r.epochs for r in runs}))} epochs, batches of {settings['batch_size']} chunks "
         f"of at most {settings['max_length']} tokens, AdamW at "
-        f"{settings['lr']} (fresh head: {settings['head_lr']}) with linear decay; DP runs at the defaults of "
-        "recipes/config.yaml (target ε 8, δ 1e-5, C 10)" + (f"; overrides: `{' '.join(args.set)}`" if args.set else "") + ".",
+        f"{settings['lr']} (fresh head: {settings['head_lr']}) with linear decay; DP runs at their recipes' defaults "
+        "(the table below)" + (f"; overrides: `{' '.join(args.set)}`" if args.set else "") + ".",
+        *warm_start_lines([r.record for r in runs]),
         f"- Audit after every epoch: {resolution([runs[0].record])}",
         "- Likelihood-ratio reference: one plain-MLM model per corpus trained on its population users, shared by every "
         "recipe, so that all face the same attacker.",
@@ -433,6 +476,7 @@ def write_report(args, runs: list[Run], unfinished: list[Run]) -> None:
            + ", ".join(sorted({f'{r.domain} {r.name} ({r.epochs} epochs)' for r in unfinished})) + ")."] if unfinished else []),
         "",
     ]
+    lines += dp_settings_table([r.record for r in runs if r.sweep is None])
     for domain in args.domains:
         records = [r.record for r in runs if r.domain == domain and r.sweep is None and r.epochs == args.epochs]
         if not records:
@@ -500,8 +544,9 @@ def write_report(args, runs: list[Run], unfinished: list[Run]) -> None:
         "## Why our figures can differ from the paper's",
         "",
         "- Scale: the paper fine-tunes BERT base, DistilRoBERTa and RoBERTa large on 928 real discharge summaries for "
-        "4 to 32 epochs on GPUs; the default here is a 6-layer encoder whose MLM head starts untrained, on a few dozen "
-        "synthetic users, for a few epochs on 2 CPU cores. Utility is therefore far lower in absolute terms, and plain "
+        "4 to 32 epochs on GPUs; the default here is a 6-layer encoder whose MLM head starts untrained (the DP runs: "
+        "trained on public text first, see Setup), on a few dozen synthetic users, for a few epochs on 2 CPU cores. "
+        "Utility is therefore far lower in absolute terms, and plain "
         "MLM has had fewer passes over each identifier to memorize it: the paper sees privacy fall from 0.97 (4 epochs) "
         "to 0.92 (32 epochs). The same command reaches paper settings with `--epochs 32 --set train.max_length=512 "
         "model.name_or_path=...` on GPUs.",
@@ -561,7 +606,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--audit-users", default="null", help="audited users per side (null: all)")
     parser.add_argument("--audit-chunks", default="2", help="audited chunks per user (null: all); 2 is the audit's own default")
-    parser.add_argument("--canaries", action="store_true", help="plant canaries in every audited run (audit.canaries)")
+    parser.add_argument("--canaries", action="store_true", help="plant canaries in every audited run (audit.canaries); "
+                        "without it the recipes' default holds: one-run canaries in DP runs only")
     parser.add_argument("--long-epochs", type=int, help="also train --long-recipes this many epochs on the first domain and "
                         "report every attack at --epochs and at this epoch")
     parser.add_argument("--long-recipes", nargs="+", default=["mlm", "ppmlm", "dp", "ppmlm+dp-user"], choices=list(RECIPES))
