@@ -10,6 +10,7 @@ from threadpoolctl import ThreadpoolController
 from ppmlm.corpus.clinical import generate_corpus
 from ppmlm.identifiers.labels import PHI_LABELS
 from ppmlm.identifiers.ner import NERBackend, NERError, RegexRuler, Span, cut_into_pieces, load_ner, register_ner, spacy_backend
+from ppmlm.identifiers.ner.doc_facts import doc_text
 from ppmlm.identifiers.ner.spacy_backend import decodes_in_sections, recognize_in_sections, sections
 
 CAPS_NOTE = (
@@ -251,6 +252,12 @@ def test_rule_spans_leave_the_statistical_model_as_loaded(ner):
     assert ("12345678", "ID") in [(e.text, e.label_) for e in doc.ents] and not doc.spans
 
 
+def test_the_rule_components_share_one_joined_text_per_doc(ner):
+    """spaCy joins `doc.text` from the tokens at every read; a dozen components read it for each piece."""
+    doc = ner.nlp("MRN: 12345678 for John Smith.\nSeen at Mercy General, transferred to Farr 7.")
+    assert doc_text(doc) is doc_text(doc) and doc_text(doc) == doc.text
+
+
 def test_a_rule_runs_only_on_texts_holding_what_it_requires(tmp_path):
     rules = tmp_path / "rules.jsonl"
     # the pattern alone matches "#4412" anywhere; `requires` keeps the rule to texts that mention a ticket
@@ -265,6 +272,11 @@ def test_a_rule_runs_only_on_texts_holding_what_it_requires(tmp_path):
 
     assert found("Ticket #4412 opened, ext. 12") == [("4412", "ID"), ("12", "PHONE")]
     assert found("Order #4412 opened, ext. 12") == [("12", "PHONE")]
+    rules.write_text(rules.read_text().replace('"starts": "letter",', '"starts": "letter", "requires": "(?i:ticket)",'))
+    ruler = RegexRuler(str(rules))  # two rules with one keyword: one regex, searched once per text, gating both
+    assert len({id(needed) for needed in ruler._requires.values()}) == 1
+    assert found("Ticket #4412 opened, ext. 12") == [("4412", "ID"), ("12", "PHONE")]
+    assert found("Order #4412 opened, ext. 12") == []
     rules.write_text('{"label": "ID", "id": "broken", "requires": "(unclosed", "pattern": "x"}\n')
     with pytest.raises(NERError, match="rule 'broken'"):
         RegexRuler(str(rules))

@@ -10,7 +10,7 @@ from spacy.attrs import LOWER
 from spacy.language import Language
 
 from ppmlm.identifiers.labels import NAME
-from ppmlm.identifiers.ner.doc_facts import INITIAL, WORD, DocContext, add_entities, sentence_start
+from ppmlm.identifiers.ner.doc_facts import INITIAL, WORD, DocContext, add_entities, doc_text, sentence_start
 from ppmlm.identifiers.ner.filters import EnglishForms
 from ppmlm.identifiers.ner.model_dir import read_lists, read_words
 
@@ -63,7 +63,7 @@ class NameGazetteer:
         initials = self._initial_names(doc, set(found.tolist())) if self.extend_names else []
         if not len(found) and not initials:
             return doc
-        context = DocContext(doc, doc.text)
+        context = DocContext(doc, doc_text(doc))
         candidates = {int(i): doc[int(i)] for i in found if doc[int(i)].lower_ not in self.excluded}
         accepted = {i for i, token in candidates.items() if self._alone(doc, i, token, context)}
         for i, token in candidates.items():  # beside an accepted name, written the same way ("Bill Smith")

@@ -8,7 +8,7 @@ from spacy.language import Language
 from spacy.util import filter_spans
 
 from ppmlm.identifiers.labels import LOCATION
-from ppmlm.identifiers.ner.doc_facts import DocContext, add_entities
+from ppmlm.identifiers.ner.doc_facts import DocContext, add_entities, doc_text
 from ppmlm.identifiers.ner.model_dir import read_lists, read_words
 
 
@@ -35,7 +35,7 @@ class PlaceNames:
                    for suffix in self.suffixes if len(lower) - len(suffix) >= 3)
 
     def __call__(self, doc):
-        text = doc.text
+        text = doc_text(doc)
         lower_text = None
         spans = []
         for match in self._candidate.finditer(text):

@@ -10,7 +10,7 @@ from spacy.language import Language
 from spacy.util import filter_spans
 
 from ppmlm.identifiers.labels import NAME, PHI_LABELS
-from ppmlm.identifiers.ner.doc_facts import WORD, add_entities
+from ppmlm.identifiers.ner.doc_facts import WORD, add_entities, doc_text
 from ppmlm.identifiers.ner.model_dir import read_lists
 from ppmlm.identifiers.ner.registry import NERError
 from ppmlm.identifiers.profiles import DEFAULT_PROFILE, PROFILES
@@ -74,8 +74,9 @@ class RegexRuler:
                 pattern = pattern.replace("(?P<v>", f"(?P<{value}>")
             self._alternatives.append((starts, f"(?P<r{i}>{pattern})"))
             self._rules[f"r{i}"] = (rule["label"], rule_id, value)
-            if rule.get("requires"):
-                self._requires[i] = self._compile(path, rule_id, rule["requires"])
+            if rule.get("requires"):  # rules with the same keyword share one regex, searched once per text
+                needed = next((r for r in self._requires.values() if r.pattern == rule["requires"]), None)
+                self._requires[i] = needed or self._compile(path, rule_id, rule["requires"])
             for key, lists in (("not_first", self._not_first), ("cut_before", self._cut_before)):
                 if rule.get(key):
                     lists[f"r{i}"] = read_lists(Path(path).parent, rule[key])
@@ -94,7 +95,8 @@ class RegexRuler:
 
     def _scanner(self, text: str) -> re.Pattern:
         """The alternation of the rules that can match in `text`."""
-        return self._scanner_without(frozenset(i for i, needed in self._requires.items() if not needed.search(text)))
+        present = {needed: needed.search(text) is not None for needed in set(self._requires.values())}
+        return self._scanner_without(frozenset(i for i, needed in self._requires.items() if not present[needed]))
 
     def _scanner_without(self, skipped: frozenset[int]) -> re.Pattern:
         scanner = self._scanners.get(skipped)
@@ -109,7 +111,7 @@ class RegexRuler:
 
     def __call__(self, doc):
         spans = []
-        text = doc.text
+        text = doc_text(doc)
         for match in self._scanner(text).finditer(text):
             group = match.lastgroup
             label, rule_id, value = self._rules[group]

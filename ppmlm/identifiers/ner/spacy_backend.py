@@ -17,12 +17,12 @@ from thinc.api import Model, NumpyOps
 from threadpoolctl import ThreadpoolController
 
 from ppmlm.identifiers.labels import PHI_LABELS
-from ppmlm.identifiers.ner.doc_facts import DocContext
+from ppmlm.identifiers.ner.doc_facts import DocContext, doc_text
 from ppmlm.identifiers.ner.filters import Filters
 from ppmlm.identifiers.ner.model_dir import DEFAULT_MODEL_DIR, read_labels
 from ppmlm.identifiers.ner.registry import NERError, Span, load_ner, register_ner
 from ppmlm.identifiers.profiles import DEFAULT_PROFILE
-from ppmlm.processes import worker_pool
+from ppmlm.processes import freed_memory_kept, worker_pool
 
 _ENTITY_ATTRS = [ENT_IOB, ENT_TYPE, ENT_KB_ID]
 
@@ -56,7 +56,8 @@ class SpacyNER:
     ) -> Iterator[list[Span]]:
         """One list of spans per text. A text longer than `piece_chars` goes through the pipeline in pieces cut at
         line breaks (else spaces): spaCy refuses texts over `nlp.max_length` and needs about 1 GB of memory
-        per 100,000 characters of one text. A batch holds at most `batch_size` pieces and `piece_chars` characters
+        per 100,000 characters of one text. The memory the model's layers free is kept for the next batch
+        (`freed_memory_kept`). A batch holds at most `batch_size` pieces and `piece_chars` characters
         (a longer piece alone): spaCy keeps a batch's Docs and activations together, and the 50 pieces of a 5 MB
         note in one batch would take some 17 GB. With `n_process` > 1, worker processes run it (`spans_in_workers`)."""
         if n_process > 1 and self.spec is not None:
@@ -70,11 +71,12 @@ class SpacyNER:
         else:
             docs = (doc for batch in _batches(pieces, batch_size, limit) for doc in self._one_core(batch))
         found: list[Span] = []
-        for doc, (piece, offset, last) in docs:
-            found.extend(Span(s.start + offset, s.end + offset, s.label) for s in self.doc_spans(doc, piece))
-            if last:
-                yield found
-                found = []
+        with freed_memory_kept():
+            for doc, (piece, offset, last) in docs:
+                found.extend(Span(s.start + offset, s.end + offset, s.label) for s in self.doc_spans(doc, piece))
+                if last:
+                    yield found
+                    found = []
 
     def _one_core(self, batch: list) -> list:
         """A batch's (Doc, context) pairs: each component over the whole batch in turn, as `nlp.pipe` would, but a
@@ -162,7 +164,7 @@ def section_doc(doc: Doc, entities: np.ndarray, start: int, end: int) -> Doc:
 def sections(doc: Doc, size: int) -> Iterator[tuple[int, int]]:
     """Token ranges covering `doc`, each of at least `size` tokens (but the last), cut at the start of the next line,
     or after `size` tokens where no line starts within `4 * size`. Never inside a preset entity."""
-    text, starts = doc.text, doc.to_array("IDX")
+    text, starts = doc_text(doc), doc.to_array("IDX")
     start = 0
     while len(doc) - start > 2 * size:
         newline = text.find("\n", int(starts[start + size]))

@@ -1,0 +1,48 @@
+"""Process-level settings the NER runs under."""
+from __future__ import annotations
+
+import ctypes
+import platform
+
+import numpy as np
+import pytest
+
+from ppmlm.processes import freed_memory_kept
+
+BLOCK = 64 * 2**20  # over glibc's largest adaptive mmap threshold (32 MiB): mmapped by default
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+def _mmapped_bytes() -> int:
+    libc = ctypes.CDLL(None)
+    libc.mallinfo2.restype = _MallInfo2
+    return libc.mallinfo2().hblkhd
+
+
+needs_glibc = pytest.mark.skipif(platform.libc_ver()[0] != "glibc" or not hasattr(ctypes.CDLL(None), "mallinfo2"),
+                                 reason="glibc's malloc (2.33 or later, for mallinfo2)")
+
+
+def _mapped_while_held() -> int:
+    before = _mmapped_bytes()
+    block = np.empty(BLOCK, dtype=np.uint8)
+    mapped = _mmapped_bytes() - before
+    del block
+    return mapped
+
+
+@needs_glibc
+def test_large_blocks_come_from_the_heap_inside_and_from_mmap_again_after():
+    assert _mapped_while_held() >= BLOCK  # glibc as it starts: a block this large is mapped, and unmapped when freed
+    with freed_memory_kept():
+        assert _mapped_while_held() == 0  # served from the heap, which keeps it for the next one
+        with freed_memory_kept():  # nested (two backends' generators): the inner exit restores nothing
+            pass
+        assert _mapped_while_held() == 0
+    assert _mapped_while_held() >= BLOCK
+
