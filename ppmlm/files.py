@@ -15,10 +15,15 @@ from typing import Iterator
 COMPLETE = "complete"  # written last into a saved checkpoint: a folder without it is half-written and never read
 
 
+def staging_path(path: Path) -> Path:
+    """Where `write_atomically` writes `path` before it takes its name."""
+    return path.with_name(f".{path.name}.tmp")
+
+
 def write_atomically(path: Path, content: str | bytes) -> None:
     """A reader, or a process killed while writing, never sees half a file: the text (UTF-8) or bytes go to a
-    hidden file beside it, which then replaces the file in one step."""
-    staging = path.with_name(f".{path.name}.tmp")
+    hidden file beside it (`staging_path`), which then replaces the file in one step."""
+    staging = staging_path(path)
     if isinstance(content, bytes):
         staging.write_bytes(content)
     else:

@@ -30,11 +30,12 @@ from accelerate.utils import broadcast_object_list
 from omegaconf import OmegaConf
 
 from ppmlm.errors import ConfigError, RunInUseError
-from ppmlm.files import COMPLETE, write_atomically
+from ppmlm.files import COMPLETE, staging_path, write_atomically
 
 MARKER = ".ppmlm-run"
 WARM_START_RECORD = "warm_start.json"
 LOCK = ".lock"
+CLAIM_FILES = (LOCK, staging_path(Path(MARKER)).name)  # what a claim under way has written before its marker
 # Keys a resumed run may change: where and how it logs, caches and parallelises, and the sharing policy
 # (read at push time). Everything else shapes the weights or the audit of the epochs already written.
 OPERATIONAL = ("resume", "allow_resume_changes", "output_dir", "train.tracker", "train.num_workers", "train.log_every",
@@ -110,13 +111,18 @@ class RunDirectory:
         legacy = (self.path / "config.yaml").is_file() and (self.checkpoints.is_dir() or self.metrics.is_file())
         return (self.path / MARKER).is_file() or legacy
 
-    def check_target(self) -> None:
-        """output_dir must be new, empty or a run of ours: never a file, never a folder of someone else's files."""
+    def check_target(self, claim_under_way_ok: bool = True) -> None:
+        """output_dir must be new, empty or a run of ours: never a file, never a folder of someone else's files.
+
+        Every process of a training checks before the main one claims the folder, and `claim` checks again, strictly.
+        A process that looks while the main one is claiming sees the claim's first files (the lock, the marker's
+        staging copy), which are no one else's: before the claim they are ignored (`claim_under_way_ok`)."""
         where = f"output_dir={self.path}"
         if self.path.exists() and not self.path.is_dir():
             raise ConfigError(f"{where}: is a file, not a folder; choose a new folder for the run")
         if self.path.is_dir() and not self.is_ours():
-            others = sorted(p.name for p in self.path.iterdir())
+            ignored = CLAIM_FILES if claim_under_way_ok else ()
+            others = sorted(p.name for p in self.path.iterdir() if p.name not in ignored)
             if others:
                 raise ConfigError(f"{where}: holds files that are not a ppmlm run ({', '.join(others[:3])}"
                                   f"{', ...' if len(others) > 3 else ''}); choose a new or empty folder")
@@ -180,6 +186,7 @@ class RunDirectory:
         problem = None
         if accelerator.is_main_process:
             try:
+                self.check_target(claim_under_way_ok=False)
                 self._lock_and_mark()
             except ConfigError as error:
                 problem = (str(error), isinstance(error, RunInUseError))

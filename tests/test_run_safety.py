@@ -17,7 +17,7 @@ from ppmlm.corpus.domains import synthetic_records
 from ppmlm.errors import ConfigError, CorpusError, PPMLMError, RunInUseError
 from ppmlm.files import remove_abandoned, sensitive_scratch
 from ppmlm.pipeline import compose_config, train
-from ppmlm.rundir import RunDirectory
+from ppmlm.rundir import CLAIM_FILES, RunDirectory
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -92,6 +92,21 @@ def test_output_dir_that_is_a_file_or_holds_other_files_is_refused(tmp_path):
         with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
             train(config(tmp_path, f"output_dir={where}"))
     assert thesis.read_text() == "years of work" and sorted(p.name for p in thesis.parent.iterdir()) == ["thesis.tex"]
+
+
+def test_a_folder_another_process_of_the_training_is_claiming_is_not_refused(tmp_path):
+    """With several processes, the main one locks the folder and then marks it as ours; a process that checks the
+    folder in between sees the lock alone, which is no one else's file (two-process DP tests failed on it under load)."""
+    run = RunDirectory(tmp_path / "run")
+    run.path.mkdir()
+    for name in CLAIM_FILES:
+        (run.path / name).write_text("written by the main process's claim\n")
+    run.check_target()
+    with pytest.raises(ConfigError, match=r"holds files that are not a ppmlm run \(\.\.ppmlm-run\.tmp, \.lock\)"):
+        run.check_target(claim_under_way_ok=False)  # what the main process checks as it claims: a lock not its own
+    (run.path / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match=r"holds files that are not a ppmlm run \(notes.txt\)"):
+        run.check_target()
 
 
 def test_an_output_dir_that_cannot_be_written_is_one_error(tmp_path):
