@@ -139,15 +139,15 @@ def add_detector_arguments(parser: argparse.ArgumentParser) -> argparse.Argument
     parser.add_argument("--doc-id-column", default="doc_id")
     parser.add_argument("--model", type=Path, help="encoder checkpoint directory with its tokenizer (default: the "
                                                    "offline warm-start encoder, all-MiniLM-L6-v2)")
-    parser.add_argument("--epochs", type=positive_int, help="most epochs (default 4)")
+    parser.add_argument("--epochs", type=positive_int, help="most epochs (default 8)")
     parser.add_argument("--patience", type=positive_int, help="epochs without a lower held-out loss before stopping (1)")
     parser.add_argument("--batch-size", type=positive_int, help="windows per optimizer step (16)")
-    parser.add_argument("--lr", type=number_in(0, 1, low_open=True), help="learning rate of the encoder (1e-4)")
+    parser.add_argument("--lr", type=number_in(0, 1, low_open=True), help="learning rate of the encoder (2e-4)")
     parser.add_argument("--head-lr", type=number_in(0, 1, low_open=True), help="learning rate of the new tagging head (1e-3)")
     parser.add_argument("--max-length", type=integer_from(8, "an integer of at least 8"), help="tokens per window (128)")
     parser.add_argument("--stride", type=integer_from(0, "an integer of at least 0"),
                         help="tokens a window shares with the one before it (32)")
-    parser.add_argument("--layers", type=positive_int, help="the encoder's first layers kept (2)")
+    parser.add_argument("--layers", type=positive_int, help="the encoder's first layers kept (1)")
     parser.add_argument("--held-out", type=number_in(0, 1, low_open=True),
                         help="share of users held out for early stopping and the threshold (0.15)")
     parser.add_argument("--target-recall", type=number_in(0, 1, low_open=True),

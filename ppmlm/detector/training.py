@@ -53,18 +53,19 @@ THRESHOLD_BOUNDS = (0.05, 0.5)  # never above 0.5 (recall first), never so low t
 @dataclass(frozen=True)
 class TrainingSettings:
     """How a detector is trained (`ppmlm detector train` options of the same names). The defaults keep it small for
-    CPUs: 2 layers of the warm-start encoder, windows of 128 tokens, at most 4 epochs; what they cost and find is
-    measured in docs/ner.md, "A detector trained on your annotations"."""
+    CPUs: the first layer of the warm-start encoder, windows of 128 tokens, at most 8 epochs at twice the usual
+    learning rate; it tags in half the time of 2 layers trained 4 epochs and, by folds, finds what they find. What
+    they cost and find is measured in docs/ner.md, "A detector trained on your annotations"."""
 
-    epochs: int = 4
+    epochs: int = 8
     patience: int = 1  # epochs without a lower held-out loss before training stops
     batch_size: int = 16  # windows per optimizer step, over all processes
-    lr: float = 1e-4
+    lr: float = 2e-4
     head_lr: float = 1e-3  # the new tagging head
     warmup: float = 0.1  # share of the steps over which the rates rise from 0
     max_length: int = 128  # tokens per window
     stride: int = 32  # tokens a window shares with the one before it
-    layers: int | None = 2  # the encoder's first layers kept (None: all)
+    layers: int | None = 1  # the encoder's first layers kept (None: all)
     held_out: float = 0.15  # share of the users held out for early stopping and the threshold
     target_recall: float = 0.99  # held-out word recall the threshold is chosen for
     seed: int = 0
