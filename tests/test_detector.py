@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 
 import datasets
 import pytest
@@ -12,6 +13,7 @@ from conftest import ROOT
 
 from ppmlm.cli import main
 from ppmlm.corpus.loading import load_corpus
+from ppmlm.detector.card import write_card
 from ppmlm.detector.directory import DetectorError
 from ppmlm.detector.examples import labelled_windows, user_folds
 from ppmlm.detector.training import TrainingSettings, train_detector
@@ -95,6 +97,16 @@ def test_a_tiny_detector_finds_the_name_it_was_taught(detector):
     found = " ".join(text[s.start:s.end] for s in spans)
     assert PLANTED in found and {s.label for s in spans} == {"NAME"}, found
     assert "chaplain" not in found and "discharge" not in found, found
+
+
+def test_the_card_says_when_the_target_recall_was_not_reached(detector, tmp_path):
+    out, settings = detector
+    assert "target recall was not reached" not in (out / "README.md").read_text()
+    facts = settings.training
+    short = {**facts, "held_out": {**facts["held_out"], "recall": facts["target_recall"] - 0.02}}
+    write_card(tmp_path, replace(settings, threshold=0.05, training=short))
+    card = (tmp_path / "README.md").read_text()
+    assert "The target recall was not reached" in card and f"{facts['target_recall'] - 0.02:.4f}" in card
 
 
 def test_folds_are_whole_users_each_held_out_once():

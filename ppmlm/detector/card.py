@@ -9,6 +9,17 @@ from ppmlm.identifiers.ner import DetectorSettings
 CARD = "README.md"
 
 
+def target_missed(facts: dict) -> str | None:
+    """What to say when even the lowest threshold left the held-out recall below the target: such a detector misses
+    more than it was asked to, and its user must know before relying on it."""
+    recall, target = facts["held_out"]["recall"], facts["target_recall"]
+    if recall >= target:
+        return None
+    return (f"The target recall was not reached: at the lowest threshold, {facts['threshold_bounds'][0]}, the held-out "
+            f"users' annotated words were found at a recall of {recall:.4f}, below {target}. Train on more annotated "
+            "users or for more epochs, and read `ppmlm detector evaluate` before using this detector.")
+
+
 def write_card(directory: Path, settings: DetectorSettings) -> None:
     facts = settings.training
     held_out = facts["held_out"]
@@ -16,6 +27,8 @@ def write_card(directory: Path, settings: DetectorSettings) -> None:
                        for name in settings.types)
     epochs = "\n".join(f"| {row['epoch']} | {row['train_loss']:.4f} | {row['held_out_loss']:.4f} |"
                        for row in facts["epochs"])
+    missed = target_missed(facts)
+    shortfall = "" if missed is None else f"\n**{missed}**\n"
     text = f"""# ppmlm detector (sensitive)
 
 **Do not share this directory beyond those who may read the annotated notes.** A token classifier fine-tuned on
@@ -55,7 +68,7 @@ are found at a word recall of at least {facts['target_recall']}.
 
 Counted over {held_out['annotated_words']:,} annotated words of {held_out['words']:,} (the encoder's tokenizer's
 words). The figure a hospital trusts comes from `ppmlm detector evaluate --folds K` (K folds of users).
-
+{shortfall}
 ## Training
 
 Encoder: {facts['encoder']}, {facts['layers']} layer(s); {facts['epochs_run']} epoch(s) run of {facts['epochs_asked']}

@@ -31,7 +31,7 @@ from transformers import (
 )
 from transformers.utils import logging as transformers_logging
 
-from ppmlm.detector.card import write_card
+from ppmlm.detector.card import target_missed, write_card
 from ppmlm.detector.directory import DetectorError, check_out, install, mark
 from ppmlm.detector.examples import (
     annotations,
@@ -186,6 +186,8 @@ def train_detector(corpus, out, *, spans_from: str = "phi", model=None, settings
         accelerator.print(f"threshold {threshold:.4f}: held-out word recall {figures['recall']:.4f}, precision "
                           f"{figures['precision']:.4f}; wrote {out} (sensitive: it may have memorized names; never "
                           "share it beyond the notes' readers)")
+        if (missed := target_missed(facts)) is not None:
+            accelerator.print(missed)
     del network, trained, optimizer, scheduler, loader  # the DDP-wrapped model above all
     end_processes(accelerator)
     return detector
