@@ -31,6 +31,7 @@ from ner_quality import PRESIDIO, presidio_records, synthetic_records  # noqa: E
 from ppmlm.corpus.loading import load_corpus  # noqa: E402
 from ppmlm.detector.evaluation import evaluate_detector, table  # noqa: E402
 from ppmlm.detector.training import TrainingSettings  # noqa: E402
+from ppmlm.processes import Terminated, terminated_as_exception  # noqa: E402
 
 CORPORA = ("clinical", "legal", "presidio")
 
@@ -78,4 +79,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        with terminated_as_exception():  # `kill` deletes the folds' temporary folder (weights trained on notes), as Ctrl-C does
+            sys.exit(main())
+    except Terminated:
+        sys.exit("\ndetector_quality: terminated")
