@@ -18,9 +18,12 @@ laptop. Two separate figures, on the synthetic clinical corpus (3-12 notes per p
   The texts are cut into blocks and each block is timed on every side in turn (order rotating), so a
   machine shared with other jobs slows all sides alike; ratios are medians of per-block ratios.
 
-- Full build: `build_blacklist(corpus)` with the default NER on `--build-docs` realistic notes (2,400: the
-  corpus the issue's 60 s is about), once per `--build-n-process` value and repeat, wall and CPU seconds
-  (this process and its NER workers), medians.
+- Full build: the default NER on `--build-docs` realistic notes (2,400: the corpus the issue's 60 s is about),
+  built as `ppmlm blacklist` and a training run build it (`build_in_shards` over shards of DEFAULT_SHARD_SIZE
+  notes: NER, graph and stats passes all in the worker processes) and, beside it, in one pass
+  (`build_blacklist`: NER in the workers, the graph and stats passes in this process); once per
+  `--build-n-process` value and repeat, the sides alternating, wall and CPU seconds (this process and its
+  workers), medians.
 
     python bench/blacklist.py [--docs 5000 50000] [--ner-docs 2000] [--repeats 3] [--ner-repeats 1]
                               [--build-docs 2400] [--build-n-process 1 2] [--build-repeats 3]
@@ -92,7 +95,7 @@ from ppmlm.corpus.loading import load_corpus, load_run_corpus  # noqa: E402
 from ppmlm.corpus.streaming import FileShards  # noqa: E402
 from ppmlm.identifiers.blacklist import build_blacklist  # noqa: E402
 from ppmlm.identifiers.ner import DEFAULT_MODEL_DIR, load_ner  # noqa: E402
-from ppmlm.identifiers.shards import build_in_shards  # noqa: E402
+from ppmlm.identifiers.shards import DEFAULT_SHARD_SIZE, DatasetShards, build_in_shards  # noqa: E402
 from ppmlm.words import WordSegmenter  # noqa: E402
 
 NOTES_PER_USER = 7.5  # generate_corpus draws 3 to 12 notes per patient
@@ -238,39 +241,53 @@ def ner_comparison(texts: list[str], batch_size: int, block: int, repeats: int) 
 
 
 def full_build(corpus: datasets.Dataset, n_processes: list[int], repeats: int) -> None:
-    """Wall and CPU seconds of the whole default build; runs of each n_process alternate."""
-    wall: dict[int, list[float]] = {n: [] for n in n_processes}
-    cpu: dict[int, list[float]] = {n: [] for n in n_processes}
+    """Wall and CPU seconds of the whole default build, sharded and in one pass; the runs alternate."""
+    builds = {"shards": lambda notes, n_process: build_in_shards(DatasetShards(notes), processes=n_process,
+                                                                 progress=False),
+              "one pass": lambda notes, n_process: build_blacklist(notes, n_process=n_process, progress=False)}
+    for build in builds.values():  # each side loads its own in-process pipeline once, outside the timing
+        build(corpus.select(range(20)), 1)
+    wall: dict[tuple, list[float]] = {(side, n): [] for n in n_processes for side in builds}
+    cpu: dict[tuple, list[float]] = {key: [] for key in wall}
     for _ in range(repeats):
-        for n_process in n_processes:
-            before = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
-            start = time.perf_counter()
-            build_blacklist(corpus, n_process=n_process, progress=False)
-            wall[n_process].append(time.perf_counter() - start)
-            after = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
-            cpu[n_process].append(sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before)))
-    print(f"full build, default NER, {len(corpus)} realistic notes, {repeats} runs each (load average before: "
+        for side, n_process in wall:
+            _, seconds, cpu_seconds = timed(lambda: builds[side](corpus, n_process))
+            wall[side, n_process].append(seconds)
+            cpu[side, n_process].append(cpu_seconds)
+    print(f"full build, default NER, {len(corpus)} realistic notes, {repeats} runs each (load average now: "
           f"{os.getloadavg()[0]:.2f}):")
-    for n_process in n_processes:
-        print(f"  n_process={n_process}: wall {statistics.median(wall[n_process]):.1f} s median "
-              f"({', '.join(f'{t:.1f}' for t in wall[n_process])}), CPU {statistics.median(cpu[n_process]):.1f} s median "
-              f"(this process and its NER workers)")
+    for side, n_process in wall:
+        print(f"  {side}, n_process={n_process}: wall {statistics.median(wall[side, n_process]):.1f} s median "
+              f"({', '.join(f'{t:.1f}' for t in wall[side, n_process])}), CPU "
+              f"{statistics.median(cpu[side, n_process]):.1f} s median (this process and its workers)")
+
+
+def timed(build) -> tuple[object, float, float]:
+    """What `build()` returns, and its wall and CPU seconds (this process and its worker processes)."""
+    before = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    start = time.perf_counter()
+    result = build()
+    wall = time.perf_counter() - start
+    after = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return result, wall, sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before))
 
 
 def detector_cost(corpus: datasets.Dataset, directory: str, n_process: int, repeats: int) -> None:
-    """The full default build with and without the detector (alternating), then the detector alone."""
+    """The full default build with and without the detector (alternating), sharded as users build it, then the
+    detector alone."""
     specs = ("default", f"default+detector:{directory}")
     wall: dict[str, list[float]] = {spec: [] for spec in specs}
     cpu: dict[str, list[float]] = {spec: [] for spec in specs}
     words = 0
+    for spec in specs:  # the in-process pipelines (n_process 1) loaded once, outside the timing
+        build_in_shards(DatasetShards(corpus.select(range(20))), ner=spec, processes=1, progress=False)
     for _ in range(repeats):
         for spec in specs:
-            before = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
-            start = time.perf_counter()
-            words = build_blacklist(corpus, ner=spec, n_process=n_process, progress=False).stats["counts"]["word_occurrences"]
-            wall[spec].append(time.perf_counter() - start)
-            after = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
-            cpu[spec].append(sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before)))
+            blacklist, seconds, cpu_seconds = timed(
+                lambda: build_in_shards(DatasetShards(corpus), ner=spec, processes=n_process, progress=False))
+            words = blacklist.stats["counts"]["word_occurrences"]
+            wall[spec].append(seconds)
+            cpu[spec].append(cpu_seconds)
     start = time.perf_counter()
     for _ in load_ner(f"detector:{directory}").spans(list(corpus["text"]), n_process=n_process):
         pass
@@ -472,7 +489,7 @@ def main() -> None:
     parser.add_argument("--scale-graph-docs", type=int, default=20000, help="notes of the --ner none scaling builds")
     parser.add_argument("--scale-ner-docs", type=int, default=2000, help="notes of the NER scaling builds")
     parser.add_argument("--scale-processes", type=int, nargs="+", default=[1, 2], help="processes of the scaling builds")
-    parser.add_argument("--scale-shard-size", type=int, default=2000,
+    parser.add_argument("--scale-shard-size", type=int, default=DEFAULT_SHARD_SIZE,
                         help="notes per shard: below notes / processes, a worker gets nothing to do")
     parser.add_argument("--train-run", help="a finished training run: price the passes against its fine-tuning")
     parser.add_argument("--detector", metavar="DIR", help="a trained detector: measure what it adds to the full build only")

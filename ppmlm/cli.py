@@ -296,7 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help="worker processes for the shards, or workers of a local Dask cluster (default: 2 for "
                                 "1,000 notes or more when 2 cores are available, else 1)")
     blacklist.add_argument("--shard-size", type=positive_int,
-                           help="documents per shard (default 2,000); memory follows a shard, not the corpus")
+                           help="documents per shard (default 250); memory follows a shard, not the corpus")
     blacklist.add_argument("--engine", default="local",
                            help="local: this machine's processes; dask: a Dask cluster (pip install 'ppmlm[distributed]')")
     blacklist.add_argument("--scheduler", help="with --engine dask: a scheduler address (tcp://HOST:8786), or local "

@@ -56,7 +56,7 @@ from ppmlm.words import WordSegmenter
 
 ENGINES = ("local", "dask")
 CONNECT_SECONDS = 10  # a Dask scheduler that does not answer within this is reported, not waited for
-DEFAULT_SHARD_SIZE = 2000  # documents per shard: a few MB of text, and tens of seconds of NER
+DEFAULT_SHARD_SIZE = 250  # documents per shard: small enough that every worker gets several (docs/blacklist.md)
 WORK_MARKER = ".ppmlm-blacklist-work"
 ADOPTED = "adopted"  # the marker's text when the folder existed (empty) before: only our files are removed
 WORK_FILE = re.compile(r"\.?(counts|protection)-\d{6}-[0-9a-f]+\.bin(\.tmp)?")  # `_Store` files, staged or not
