@@ -26,6 +26,7 @@ CLINICAL_PHRASES = [
     "PE 20 yrs ago", "at the 5th ICS", "WENT TO OR", "pt to get KCL 20", "EF 55%", "AMB TO BSC",
     "to the general medicine service", "bypass in 22 (35%) of patients", "on chromosome 17q",
     "w/ RUL infiltrate", "s/p PEG (20 fr)", "HR 97 and 88", "sats 92 & 94", "ms. aware", "hx of ms dx",
+    "md notified.", "dr aware. will follow", "per md.",
 ]
 
 
@@ -74,6 +75,7 @@ def test_history_years_and_day_ordinals(ner, text, expected):
 @pytest.mark.parametrize("text, expected", [
     ("per md smith pt to get lasix", "smith"), ("dr. o brien aware", "o brien"), ("d/w dr jones, will follow", "jones"),
     ("per dr drousken ok to extubate", "drousken"), ("mr. tucker is a 37 yo m", "tucker"),
+    ("Seen by dr. o brien.", "o brien"), ("per md smith. Plan: lasix", "smith"),
 ])
 def test_a_clinician_in_lower_case_after_a_title(ner, text, expected):
     assert [span for span in tagged(ner, text) if span[1] == "NAME"] == [(expected, "NAME")]
