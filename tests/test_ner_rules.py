@@ -26,7 +26,8 @@ CLINICAL_PHRASES = [
     "PE 20 yrs ago", "at the 5th ICS", "WENT TO OR", "pt to get KCL 20", "EF 55%", "AMB TO BSC",
     "to the general medicine service", "bypass in 22 (35%) of patients", "on chromosome 17q",
     "w/ RUL infiltrate", "s/p PEG (20 fr)", "HR 97 and 88", "sats 92 & 94", "ms. aware", "hx of ms dx",
-    "md notified.", "dr aware. will follow", "per md.",
+    "md notified.", "dr aware. will follow", "per md.", "BP 120/80", "epi 1/10000", "Tolerated, OK", "Afib, MI, CHF",
+    "Noted, NY", "Abd soft, NT, ND", "Afib, VT, NSVT", "Sepsis, TX with abx", "Abd, CT neg", "Tylenol, PR", "Dispo: home",
 ]
 
 
@@ -64,9 +65,17 @@ def test_a_ward_named_by_a_word_and_a_number(ner, text, expected):
 
 
 @pytest.mark.parametrize("text, expected", [
+    ("from Revere, MA", ["Revere"]), ("PT from Salem, NH.", ["Salem"]), ("Revere, MA 02151", ["Revere", "MA 02151"]),
+])
+def test_a_town_before_a_state_abbreviation(ner, text, expected):
+    assert [word for word, label in tagged(ner, text) if label == "LOCATION"] == expected, tagged(ner, text)
+
+
+@pytest.mark.parametrize("text, expected", [
     ("PMH: CABG 88, HTN", ["88"]), ("PNA in '06 & 2007, sober", ["06", "2007"]),
     ("S/P JOINT WASHOUT (19).", ["19"]), ("PE '03", ["03"]), ("s/p AVR 2001", ["2001"]), ("CVA in 97 and 01", ["97 and 01"]),
     ("MI 99' and htn", ["99"]), ("lap chole 2007, appy 77", ["2007", "77"]), ("seen on the 3rd by cards", ["3rd"]),
+    ("Hx: TKA 2/2003", ["2/2003"]), ("dx 12/2019, f/u", ["12/2019"]),
 ])
 def test_history_years_and_day_ordinals(ner, text, expected):
     assert [word for word, label in tagged(ner, text) if label == "DATE"] == expected, tagged(ner, text)
