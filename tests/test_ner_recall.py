@@ -37,6 +37,8 @@ def high_recall():
         ("PT ORIGINALLY FROM SPRINGVALE, WORKED AS A MACHINIST.", ("SPRINGVALE", "LOCATION")),
         ("NO CHANGES OVERNIGHT.\nJS RN", ("JS", "NAME")),
         ("resting comfortably, will continue to monitor.\nj smith rn", ("j smith", "NAME")),
+        ("RN signing off - J. Smith RN", ("J. Smith", "NAME")),  # an initial before a signature's surname
+        ("VSS overnight.\nK. Lee, NP", ("K. Lee", "NAME")),
         ("S/P CABG IN '92, STABLE SINCE.", ("92", "DATE")),
         ("DIABETIC SINCE 1995 ON INSULIN.", ("1995", "DATE")),
         ("Married in 1968, widowed since 88.", ("88", "DATE")),
