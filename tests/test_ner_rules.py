@@ -28,6 +28,13 @@ CLINICAL_PHRASES = [
     "w/ RUL infiltrate", "s/p PEG (20 fr)", "HR 97 and 88", "sats 92 & 94", "ms. aware", "hx of ms dx",
     "md notified.", "dr aware. will follow", "per md.", "BP 120/80", "epi 1/10000", "Tolerated, OK", "Afib, MI, CHF",
     "Noted, NY", "Abd soft, NT, ND", "Afib, VT, NSVT", "Sepsis, TX with abx", "Abd, CT neg", "Tylenol, PR", "Dispo: home",
+    # a number before a word is a ward only when the word could be one (issue 26: "11 Reisman")
+    "ON 2 PRESSORS", "on 1 Pressor", "ON 3 LITERS NC", "UP TO 2 PILLOWS", "ON 2 PIVS", "TO 12 FR", "AT 10 AM",
+    "IN 20 MIN", "TO 15 MMHG", "DOWN TO 40 FIO2", "INCREASED TO 10 MCG", "in 3 Trials", "transferred to 2 units",
+    # records and calls that name no institution
+    "per CT report", "PER CXR RECORDS", "per Family records", "PER DAUGHTER'S RECORDS", "CALLED HOSPITAL RECORDS",
+    "called PCP records", "Called the ED", "per Medical Records", "LIVES AT HOME ALONE", "lives at Home with wife",
+    "mean hospital stay was 5 days",
 ]
 
 
@@ -48,6 +55,16 @@ def test_an_institution_without_a_keyword_after_to_at_from(ner, text, expected):
 
 
 @pytest.mark.parametrize("text, expected", [
+    ("Called Beth Israel ED for records.", "Beth Israel"),
+    ("Daughter called from Beth Israel Deaconess.", "Beth Israel Deaconess"),
+    ("per BIDMC records, EF 35%.", "BIDMC"), ("PER OSH RECORDS PT HAD MI.", "OSH"), ("obtained Lahey records", "Lahey"),
+    ("Pt resides at Hebrew SeniorLife.", "Hebrew SeniorLife"), ("lives at Brookdale Senior Living", "Brookdale Senior Living"),
+])
+def test_an_institution_called_whose_records_are_read_or_where_one_lives(ner, text, expected):
+    assert (expected, "HOSPITAL") in tagged(ner, text), tagged(ner, text)
+
+
+@pytest.mark.parametrize("text, expected", [
     ("seen by the VNA nurse", "VNA"), ("pt from OSH", "OSH"), ("transferred from BIDMC", "BIDMC"),
     ("PT FROM MGH ED", "MGH"), ("?d/c back to MRMC. smith paged", "MRMC"), ("home w/ VNA.", "VNA"),
     ("transferred from osh w/ hx", "osh"), ("Transferred from bray va for care", "bray va"),
@@ -59,6 +76,8 @@ def test_an_institution_acronym_in_context(ner, text, expected):
 @pytest.mark.parametrize("text, expected", [
     ("transfer to Farr 7 today", "Farr 7"), ("moved to blake 12 overnight", "blake 12"),
     ("pt on Ellison 11 since admission", "Ellison 11"), ("TRANSFERRED TO FARR 7", "FARR 7"),
+    ("Pt transferred to 11 Reisman this am.", "11 Reisman"), ("TRANSFERRED TO 11 REISMAN.", "11 REISMAN"),
+    ("going to 12 stoneman later", "12 stoneman"),
 ])
 def test_a_ward_named_by_a_word_and_a_number(ner, text, expected):
     assert (expected, "LOCATION") in tagged(ner, text), tagged(ner, text)

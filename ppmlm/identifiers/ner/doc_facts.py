@@ -41,14 +41,30 @@ class DocContext:
         return frozenset(words[words[:, 1] == 1, 0].tolist())
 
 
-def add_entities(doc, spans) -> list:
-    """`doc.ents` with `spans` added where they overlap no entity already set: an earlier component wins."""
+def add_entities(doc, spans, widen_gazetteer: bool = False) -> list:
+    """`doc.ents` with `spans` added where they overlap no entity already set: an earlier component wins. With
+    `widen_gazetteer`, a span that holds gazetteer entities whole and more words besides replaces them: a context
+    rule read the longer name ("Called Beth Israel ED": the institution, not the place "Israel")."""
     if not doc.ents:
         return list(spans)
-    taken = np.zeros(len(doc) + 1, dtype=bool)
-    for ent in doc.ents:
-        taken[ent.start:ent.end] = True
-    return [*doc.ents, *(span for span in spans if not taken[span.start:span.end].any())]
+    owner = np.full(len(doc) + 1, -1, dtype=np.int64)
+    ents = list(doc.ents)
+    for i, ent in enumerate(ents):
+        owner[ent.start:ent.end] = i
+    added, dropped = [], set()
+    for span in spans:
+        held = {int(i) for i in owner[span.start:span.end] if i >= 0}
+        if not held:
+            added.append(span)
+        elif widen_gazetteer and all(_widens(span, ents[i]) for i in held):
+            dropped |= held
+            added.append(span)
+    return [*(ent for i, ent in enumerate(ents) if i not in dropped), *added]
+
+
+def _widens(span, ent) -> bool:
+    return (ent.ent_id_.startswith("gazetteer:") and span.start <= ent.start and ent.end <= span.end
+            and span.end - span.start > ent.end - ent.start)
 
 
 def sentence_start(doc, i: int) -> bool:

@@ -125,7 +125,7 @@ class RegexRuler:
             if span is not None and len(span):
                 spans.append(span)
         if spans:
-            doc.ents = add_entities(doc, filter_spans(spans))
+            doc.ents = add_entities(doc, filter_spans(spans), widen_gazetteer=True)
         return doc
 
     @staticmethod
@@ -133,13 +133,17 @@ class RegexRuler:
         """The value without its leading `not_first` words ("comfortably sarah" -> "sarah"; "Floor" -> none),
         cut before its first `cut_before` word after that ("CMC ICU" -> "CMC"). A value left starting with a digit
         is none ("Levophed 10" -> "10", "chromosome 17q" -> "17q" are no ward); with `initial`, a one-letter word
-        before the kept part stays with it ("dr o brien" -> "o brien")."""
+        before the kept part stays with it ("dr o brien" -> "o brien"). A value that starts with a number (a
+        ward written number first, "11 Reisman") is kept whole when the word after the number would be kept,
+        and is none otherwise ("on 4 Levophed", "to 2 North")."""
         words = list(WORD.finditer(text, start, end))
-        lead = 0
+        numbered = len(words) > 1 and words[0].group().isdigit()
+        lead = int(numbered)
         while lead < len(words) and words[lead].group().lower() in not_first:
             lead += 1
-        if lead == len(words) or not words[lead].group()[0].isalpha():
+        if lead == len(words) or not words[lead].group()[0].isalpha() or (numbered and lead > 1):
             return start, start
+        lead = 0 if numbered else lead
         if initial and lead and len(words[lead - 1].group()) == 1:
             lead -= 1
         kept = words[lead:]
