@@ -35,6 +35,10 @@ CLINICAL_PHRASES = [
     "per CT report", "PER CXR RECORDS", "per Family records", "PER DAUGHTER'S RECORDS", "CALLED HOSPITAL RECORDS",
     "called PCP records", "Called the ED", "per Medical Records", "LIVES AT HOME ALONE", "lives at Home with wife",
     "mean hospital stay was 5 days",
+    # services and roles before "paged" / "aware" are no names; ranges after "on" are no dates
+    "HO AWARE", "MD AWARE", "micu team aware", "Derm aware", "Nightfloat aware", "IVRN notified", "Hospitalist paged",
+    "Radiology aware", "Micro notified", "Family aware", "on 2-4 L NC", "on 5-10 mcg of levo", "on 3-4 pressors",
+    "placed 2-3 days ago", "on 2-3 abx", "from 2-3 to 4-5", "started 1-2 weeks ago", "on 1.5-2 L",
 ]
 
 
@@ -68,9 +72,22 @@ def test_an_institution_called_whose_records_are_read_or_where_one_lives(ner, te
     ("seen by the VNA nurse", "VNA"), ("pt from OSH", "OSH"), ("transferred from BIDMC", "BIDMC"),
     ("PT FROM MGH ED", "MGH"), ("?d/c back to MRMC. smith paged", "MRMC"), ("home w/ VNA.", "VNA"),
     ("transferred from osh w/ hx", "osh"), ("Transferred from bray va for care", "bray va"),
+    ("follow up with Dr. Noble at AMH", "AMH"), ("DR. SMITH AT OSH", "OSH"),  # a clinician's institution
 ])
 def test_an_institution_acronym_in_context(ner, text, expected):
     assert (expected, "HOSPITAL") in tagged(ner, text), tagged(ner, text)
+
+
+@pytest.mark.parametrize("text", ["Dr. Smith at RUL", "Dr. Smith of CCU", "DR. SMITH AT BEDSIDE"])
+def test_no_institution_after_a_clinician_where_a_clinical_acronym_follows(ner, text):
+    assert [label for _, label in tagged(ner, text) if label == "HOSPITAL"] == [], tagged(ner, text)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("with a deployment to Burundi", "Burundi"), ("PT ORIGINALLY FROM CHINA", "CHINA"),
+])
+def test_a_country(ner, text, expected):
+    assert (expected, "LOCATION") in tagged(ner, text), tagged(ner, text)
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -95,6 +112,7 @@ def test_a_town_before_a_state_abbreviation(ner, text, expected):
     ("S/P JOINT WASHOUT (19).", ["19"]), ("PE '03", ["03"]), ("s/p AVR 2001", ["2001"]), ("CVA in 97 and 01", ["97 and 01"]),
     ("MI 99' and htn", ["99"]), ("lap chole 2007, appy 77", ["2007", "77"]), ("seen on the 3rd by cards", ["3rd"]),
     ("Hx: TKA 2/2003", ["2/2003"]), ("dx 12/2019, f/u", ["12/2019"]),
+    ("extubated on 2-13 at 10am", ["2-13"]), ("NO CHANGES SINCE 12-24.", ["12-24"]),  # month and day with a dash
 ])
 def test_history_years_and_day_ordinals(ner, text, expected):
     assert [word for word, label in tagged(ner, text) if label == "DATE"] == expected, tagged(ner, text)
@@ -104,6 +122,8 @@ def test_history_years_and_day_ordinals(ner, text, expected):
     ("per md smith pt to get lasix", "smith"), ("dr. o brien aware", "o brien"), ("d/w dr jones, will follow", "jones"),
     ("per dr drousken ok to extubate", "drousken"), ("mr. tucker is a 37 yo m", "tucker"),
     ("Seen by dr. o brien.", "o brien"), ("per md smith. Plan: lasix", "smith"),
+    ("smith paged, aware", "smith"), ("SMITH PAGED", "SMITH"), ("HAKJOMEK AWARE", "HAKJOMEK"),  # no title: the page says it
+    ("hakjomek paged re: bp", "hakjomek"),
 ])
 def test_a_clinician_in_lower_case_after_a_title(ner, text, expected):
     assert [span for span in tagged(ner, text) if span[1] == "NAME"] == [(expected, "NAME")]
