@@ -41,6 +41,9 @@ class DocContext:
         return frozenset(words[words[:, 1] == 1, 0].tolist())
 
 
+GAZETTEER = "gazetteer:"  # the entity id prefix of the spans a gazetteer set ("gazetteer:places.txt")
+
+
 def add_entities(doc, spans, widen_gazetteer: bool = False) -> list:
     """`doc.ents` with `spans` added where they overlap no entity already set: an earlier component wins. With
     `widen_gazetteer`, a span that holds gazetteer entities whole and more words besides replaces them: a context
@@ -63,7 +66,7 @@ def add_entities(doc, spans, widen_gazetteer: bool = False) -> list:
 
 
 def _widens(span, ent) -> bool:
-    return (ent.ent_id_.startswith("gazetteer:") and span.start <= ent.start and ent.end <= span.end
+    return (ent.ent_id_.startswith(GAZETTEER) and span.start <= ent.start and ent.end <= span.end
             and span.end - span.start > ent.end - ent.start)
 
 

@@ -10,7 +10,7 @@ from spacy.attrs import LOWER
 from spacy.language import Language
 
 from ppmlm.identifiers.labels import NAME
-from ppmlm.identifiers.ner.doc_facts import INITIAL, WORD, DocContext, add_entities, doc_text, sentence_start
+from ppmlm.identifiers.ner.doc_facts import GAZETTEER, INITIAL, WORD, DocContext, add_entities, doc_text, sentence_start
 from ppmlm.identifiers.ner.filters import EnglishForms
 from ppmlm.identifiers.ner.model_dir import read_lists, read_words
 
@@ -135,8 +135,8 @@ class NameGazetteer:
         after = doc[end] if end < len(doc) else None
         label = self.label_after.get(after.lower_) if after is not None and not after.is_lower else None
         if label is not None:
-            return doc.char_span(doc[start].idx, after.idx + len(after), label=label, span_id="gazetteer:names")
-        return doc.char_span(doc[start].idx, doc[end - 1].idx + len(doc[end - 1]), label=NAME, span_id="gazetteer:names")
+            return doc.char_span(doc[start].idx, after.idx + len(after), label=label, span_id=f"{GAZETTEER}names")
+        return doc.char_span(doc[start].idx, doc[end - 1].idx + len(doc[end - 1]), label=NAME, span_id=f"{GAZETTEER}names")
 
     def _alone(self, doc, i: int, token, context_of_doc: "DocContext") -> bool:
         """Whether the token is a name on its own evidence (without a name beside it)."""

@@ -9,6 +9,7 @@ from spacy.language import Language
 import ppmlm.identifiers.ner.name_gazetteer  # noqa: F401  (the modules register their spaCy factories)
 import ppmlm.identifiers.ner.place_names  # noqa: F401
 import ppmlm.identifiers.ner.regex_ruler  # noqa: F401
+from ppmlm.identifiers.ner.doc_facts import GAZETTEER
 from ppmlm.identifiers.ner.filters import Filters
 from ppmlm.identifiers.ner.model_dir import DEFAULT_MODEL_DIR, pipeline_config, read_labels
 from ppmlm.identifiers.ner.registry import NERError, register_ner
@@ -66,7 +67,7 @@ def build_rules_pipeline(model_dir: str | Path = DEFAULT_MODEL_DIR, profile: str
     for file_name, label in config.get("gazetteers", {}).items():
         lines = (model_dir / file_name).read_text(encoding="utf-8").splitlines()
         phrases = [x.strip() for x in lines if x.strip() and not x.startswith("#")]
-        ruler.add_patterns([{"label": label, "pattern": x, "id": f"gazetteer:{file_name}"} for x in phrases])
+        ruler.add_patterns([{"label": label, "pattern": x, "id": f"{GAZETTEER}{file_name}"} for x in phrases])
     if config.get("place_names"):
         nlp.add_pipe("ppmlm_place_names", before=first, config={"model_dir": str(model_dir), "config": config["place_names"]})
     context = config.get("context_patterns") or []
