@@ -39,6 +39,15 @@ CLINICAL_PHRASES = [
     "HO AWARE", "MD AWARE", "micu team aware", "Derm aware", "Nightfloat aware", "IVRN notified", "Hospitalist paged",
     "Radiology aware", "Micro notified", "Family aware", "on 2-4 L NC", "on 5-10 mcg of levo", "on 3-4 pressors",
     "placed 2-3 days ago", "on 2-3 abx", "from 2-3 to 4-5", "started 1-2 weeks ago", "on 1.5-2 L",
+    # a unit's "d" is no day before "d/w"; a procedure's number is no year before a unit; no town in a direction
+    "up to 12 d", "increased to 12 h", "accepted to 3 units", "accepted to rehab 2 days ago",
+    "s/p lasix 40, diuresed", "s/p cholecystectomy 10 days ago", "status post stent placement x2",
+    "s/p thoracentesis 12 hours ago", "s/p PRBC 2 units", "between 10 and 20 mg",
+    "d/c home to new regimen of lasix", "pt came in from west side of building", "is in north wing",
+    "discharged to new onset afib", "lives in new home", "lives in downtown area", "skilled nursing and rehab",
+    "Skilled Nursing and Rehab", "worked with PT and OT today", "his sons and daughters", "IP address 10 times",
+    "addressed 2 issues, one", "will endorse to oncoming rn", "REPORT GIVEN TO ONCOMING RN", "report given to rn",
+    "plan discussed with pt and rn", "As noted, Lasix is a good diuretic",
 ]
 
 
@@ -55,6 +64,22 @@ def test_common_clinical_phrases_are_not_identifiers(ner, text):
     ("plan d/c to st elizabeth's rehab", "st elizabeth's rehab"),
 ])
 def test_an_institution_without_a_keyword_after_to_at_from(ner, text, expected):
+    assert (expected, "HOSPITAL") in tagged(ner, text), tagged(ner, text)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Admission H&P - South Rebeccaberg General Hospital", "South Rebeccaberg General Hospital"),
+    ("PT FROM WEST ADAMBURGH COMMUNITY HOSPITAL W/", "WEST ADAMBURGH COMMUNITY HOSPITAL"),
+    ("Follow up at University Hospital of Port Huron on 6/19", "University Hospital of Port Huron"),
+    ("return to port huron university today", "port huron university"),
+    ("Transferred from West Adamburgh Community for further care", "West Adamburgh Community"),
+    ("to EAST RONALD NURSING AND REHAB.", "EAST RONALD NURSING AND REHAB"),
+    ("Has worked at Dominguez, Brown and Mercado for 7 years.", "Dominguez, Brown and Mercado"),
+    ("HAS WORKED AT MUNOZ, BAILEY AND CHEN FOR 3 YEARS.", "MUNOZ, BAILEY AND CHEN"),
+    ("Has worked at May and Sons for 2 years", "May and Sons"), ("retired from Smith-Jones in 2010", "Smith-Jones"),
+])
+def test_the_whole_name_of_an_institution_or_employer(ner, text, expected):
+    """The direction or institution word before a name, the institution word after a town, a partnership's names."""
     assert (expected, "HOSPITAL") in tagged(ner, text), tagged(ner, text)
 
 
@@ -91,10 +116,24 @@ def test_a_country(ner, text, expected):
 
 
 @pytest.mark.parametrize("text, expected", [
+    ("SOCIAL: lives in west adamburgh w/ wife.", "west adamburgh"), ("pt from south emma. Grew up", "south emma"),
+    ("Grew up in East Dawn. Reports", "East Dawn"), ("GREW UP IN NEW AMBER. ENJOYS", "NEW AMBER"),
+    ("lives in West Palm Beach with wife", "West Palm Beach"), ("lives in morganberg w/ niece.", "morganberg"),
+    ("plan is d/c home to new tonibury.", "new tonibury"),
+    ("Address on file: 211 Wolf Pass, Mechanicsville, Texas", "211 Wolf Pass"),
+    ("Address on file: 664 Sarah Dale Apt. 892, Boston", "664 Sarah Dale"), ("address is 45 Oak Road, Boston", "45 Oak Road"),
+])
+def test_a_town_after_where_one_lives_and_a_street_after_address(ner, text, expected):
+    assert (expected, "LOCATION") in tagged(ner, text), tagged(ner, text)
+
+
+@pytest.mark.parametrize("text, expected", [
     ("transfer to Farr 7 today", "Farr 7"), ("moved to blake 12 overnight", "blake 12"),
     ("pt on Ellison 11 since admission", "Ellison 11"), ("TRANSFERRED TO FARR 7", "FARR 7"),
     ("Pt transferred to 11 Reisman this am.", "11 Reisman"), ("TRANSFERRED TO 11 REISMAN.", "11 REISMAN"),
     ("going to 12 stoneman later", "12 stoneman"),
+    ("TX TO RODRIGUEZ 6 D/W DR BLACK.", "RODRIGUEZ 6"), ("transfer to Smith 14 d/w dr. jones", "Smith 14"),
+    ("accepted to patel 12. md paged", "patel 12"),
 ])
 def test_a_ward_named_by_a_word_and_a_number(ner, text, expected):
     assert (expected, "LOCATION") in tagged(ner, text), tagged(ner, text)
@@ -113,6 +152,9 @@ def test_a_town_before_a_state_abbreviation(ner, text, expected):
     ("MI 99' and htn", ["99"]), ("lap chole 2007, appy 77", ["2007", "77"]), ("seen on the 3rd by cards", ["3rd"]),
     ("Hx: TKA 2/2003", ["2/2003"]), ("dx 12/2019, f/u", ["12/2019"]),
     ("extubated on 2-13 at 10am", ["2-13"]), ("NO CHANGES SINCE 12-24.", ["12-24"]),  # month and day with a dash
+    ("S/P PACEMAKER PLACEMENT IN 10. ADMITTED", ["10"]), ("status post craniotomy 19, who reports", ["19"]),
+    ("status post lung volume reduction surgery (06), who", ["06"]), ("S/P ABLATION FOR ATRIAL FLUTTER (13)", ["13"]),
+    ("colon ca 94' & 97, on coumadin", ["94", "97"]), ("PE 2000 AND 03, COLON CA", ["2000", "03"]),
 ])
 def test_history_years_and_day_ordinals(ner, text, expected):
     assert [word for word, label in tagged(ner, text) if label == "DATE"] == expected, tagged(ner, text)
@@ -123,10 +165,19 @@ def test_history_years_and_day_ordinals(ner, text, expected):
     ("per dr drousken ok to extubate", "drousken"), ("mr. tucker is a 37 yo m", "tucker"),
     ("Seen by dr. o brien.", "o brien"), ("per md smith. Plan: lasix", "smith"),
     ("smith paged, aware", "smith"), ("SMITH PAGED", "SMITH"), ("HAKJOMEK AWARE", "HAKJOMEK"),  # no title: the page says it
-    ("hakjomek paged re: bp", "hakjomek"),
+    ("hakjomek paged re: bp", "hakjomek"), ("G. HAKJOMEK, MD NOTIFIED. WILL", "G. HAKJOMEK"),
+    ("npn 7p-7a ms. baker is a 69 y/o f", "baker"), ("MICU NOTE MR FOLEY IS A 33 YO M", "FOLEY"),  # an English surname
+    ("mr. brown, a 76 y/o m", "brown"), ("HPI: May, Steirsema is a woman aged 84", "May, Steirsema"),
+    ("skin intact. k price rn", "k price"), ("call light w/in reach. hunter b rn", "hunter b"),
+    ("PAIN CONTROLLED. HUNTER B RN", "HUNTER B"), ("turned q2h, skin intact. cc rn", "cc"),  # signed with initials
 ])
 def test_a_clinician_in_lower_case_after_a_title(ner, text, expected):
     assert [span for span in tagged(ner, text) if span[1] == "NAME"] == [(expected, "NAME")]
+
+
+@pytest.mark.parametrize("text", ["hx of ms. is a 50 yo f", "MS. IS A 50 YO F", "Pain, Meds is a concern"])
+def test_no_name_where_a_title_or_a_comma_names_nobody(ner, text):
+    assert [span for span in tagged(ner, text) if span[1] == "NAME"] == [], tagged(ner, text)
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -1,4 +1,5 @@
-"""Town names built like most US ones ("Allenville", "West Adamburgh")."""
+"""Town names built like most US ones ("Allenville", "West Adamburgh"), and the direction or institution word that
+the rules before this one left off a place or an institution ("South Rebeccaberg General Hospital")."""
 from __future__ import annotations
 
 import re
@@ -7,7 +8,7 @@ from pathlib import Path
 from spacy.language import Language
 from spacy.util import filter_spans
 
-from ppmlm.identifiers.labels import LOCATION
+from ppmlm.identifiers.labels import HOSPITAL, LOCATION
 from ppmlm.identifiers.ner.doc_facts import DocContext, add_entities, doc_text
 from ppmlm.identifiers.ner.model_dir import read_lists, read_words
 
@@ -17,6 +18,11 @@ class PlaceNames:
     ("Jacksonville", "Georgetown", "Allenville", "Kevinton"), or a direction or water word before a name
     ("West Adamburgh", "Lake Jessica", "South Micheal"). Capitalised or in capitals; in lower case only in
     lower-case text. Words listed in `common_words` (everyday words that parse this way) never count.
+
+    Then it mends the places and institutions found so far: a prefix, or for an institution one of
+    `institution_prefixes`, written the same way right before one is part of its name ("South" + "Rebeccaberg
+    General Hospital", "University" + "Hospital of Port Huron"), and a place followed by one of `institution_tails`
+    is the institution named after it ("port huron university").
     """
 
     def __init__(self, model_dir: Path, config: dict):
@@ -25,6 +31,8 @@ class PlaceNames:
         suffixes = sorted(config["suffixes"], key=len, reverse=True)
         self.suffixes = tuple(suffixes)
         self.prefixes = frozenset(config["prefixes"])
+        self.institution_prefixes = frozenset(config.get("institution_prefixes", ()))
+        self.institution_tails = frozenset(config.get("institution_tails", ()))
         self._candidate = re.compile(r"(?i)\b[^\W\d_]{2,}(?:" + "|".join(map(re.escape, suffixes)) + r")\b")
 
     def _is_place_word(self, word: str) -> bool:
@@ -52,7 +60,34 @@ class PlaceNames:
         spans += self._prefixed(doc)
         if spans:
             doc.ents = add_entities(doc, filter_spans(spans))
+        if doc.ents:
+            doc.ents = self._mended(doc)
         return doc
+
+    def _mended(self, doc) -> list:
+        ents = list(doc.ents)
+        taken = {i for ent in ents for i in range(ent.start, ent.end)}
+        mended = []
+        for ent in ents:
+            start, end, label = ent.start, ent.end, ent.label_
+            if label in (LOCATION, HOSPITAL):
+                while start > 0 and start - 1 not in taken and self._name_word(doc[start - 1], doc[start], label):
+                    start -= 1
+                if end < len(doc) and end not in taken and doc[end].lower_ in self.institution_tails \
+                        and _same_case(doc[end - 1], doc[end]):
+                    end, label = end + 1, HOSPITAL
+            if (start, end) == (ent.start, ent.end):
+                mended.append(ent)
+            else:
+                taken.update(range(start, end))
+                mended.append(doc.char_span(doc[start].idx, doc[end - 1].idx + len(doc[end - 1]), label=label,
+                                            span_id=ent.ent_id_ or "places:mended"))
+        return mended
+
+    def _name_word(self, word, first, label: str) -> bool:
+        lower = word.lower_
+        return ((lower in self.prefixes or (label == HOSPITAL and lower in self.institution_prefixes))
+                and _same_case(word, first))
 
     def _prefixed(self, doc) -> list:
         """"West Adamburgh": a prefix, then a name or a place word written the same way."""
@@ -65,6 +100,12 @@ class PlaceNames:
                 if same_case and word not in self.common and (word in self.stems or self._is_place_word(word)):
                     found.append(doc[token.i : token.i + 2])
         return [doc.char_span(s.start_char, s.end_char, label=LOCATION, span_id="places:prefix") for s in found]
+
+
+def _same_case(word, other) -> bool:
+    """Both capitalised, both in capitals or both in lower case: "WEST" belongs to "ADAMBURGH", not to "Adamburgh"."""
+    return ((word.is_upper and other.is_upper) or (word.is_title and other.is_title)
+            or (word.is_lower and other.is_lower))
 
 
 @Language.factory("ppmlm_place_names", default_config={"model_dir": "", "config": {}})
