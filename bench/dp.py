@@ -6,9 +6,10 @@ timed), as `ppmlm.training.loop` does per step:
 
 - non-private: `MaskedLMLoss` (masked-only head) and AdamW prepared by `accelerate`, backward, optimizer and
   schedule steps, `zero_grad`;
-- DP hooks: `PrivateTrainer.physical_step`: per-sample gradients by Opacus hooks through
-  `PerSampleMaskedLMLoss`, clipping of each chunk to C, Gaussian noise, AdamW, schedule step. Each batch is
-  one logical batch (the loop's Poisson batches vary in size; here every side sees the same ones);
+- DP hooks: `PrivateTrainer.physical_step` at the DP defaults (`recipe=dp`: the word embeddings, tied to the
+  output projection, frozen): per-sample gradients by Opacus hooks through `PerSampleMaskedLMLoss`, clipping of
+  each chunk to C, Gaussian noise, AdamW, schedule step. Each batch is one logical batch (the loop's Poisson
+  batches vary in size; here every side sees the same ones);
 - DP user: user-level DP-SGD (`train.dp.unit=user`) through `PrivateTrainer.user_step` on the same batches,
   each read as `--users-per-step` users of equally many chunks: the same chunks and tokens per step as DP hooks,
   plus the per-user sums of the per-chunk gradients before clipping (which user a chunk came from does not
@@ -16,9 +17,9 @@ timed), as `ppmlm.training.loop` does per step:
 - DP fast: Opacus's fast gradient clipping (`train.dp.grad_sample_mode=fast`), the full model with its tied
   embeddings trained: each layer's per-sample gradients give their norms and are freed at once, then a second
   backward pass of the loss reweighted by each chunk's clipping factor gives the clipped sum;
-- the same two with the word embeddings (tied to the output projection) frozen, and DP ghost clipping,
-  which needs them frozen or untied: it computes per-sample gradient norms without materializing the
-  per-sample gradients, then a second backward pass.
+- unless `--defaults-only`: DP hooks with the word embeddings trained (`train.dp.freeze_embeddings=false`), the
+  non-private step with them frozen, and DP ghost clipping, which needs them frozen or untied: it computes
+  per-sample gradient norms without materializing the per-sample gradients, then a second backward pass.
 
 Sides run in blocks of `--steps` steps, in rotating order, `--repeats` times, after a warm-up step each;
 figures are medians. Peak memory is what two steps (the first allocates the optimizer state) add at their
@@ -28,12 +29,13 @@ the next). The default sequence length is the product's (512): the per-sample wo
 number of parameters, not with the tokens, so shorter sequences make the ratio worse (`--max-length 128`).
 
     python bench/dp.py [--tiny] [--batch-size 8] [--users-per-step 4] [--max-length 512] [--steps 3] [--repeats 3]
-                       [--no-frozen]
+                       [--defaults-only]
 
-The last lines are `dp_slowdown_<mode>: X` for each clipping mode (non-private steps/s / DP steps/s: `hooks` and
-`fast` on the full model, `ghost_frozen` against non-private with the same frozen embeddings, unless
-`--no-frozen`), then `dp_user_slowdown: X` (DP hooks steps/s / DP user steps/s: user-level against chunk-level DP
-at the same chunks, so the same expected tokens, per step). On a GPU, `--batch-size` sized to the card is the
+The last lines are `dp_slowdown_<mode>: X` for each clipping mode (non-private steps/s of the full model / DP
+steps/s: `hooks` at the DP defaults, `fast` with the embeddings trained; unless `--defaults-only`,
+`hooks_trained` with them trained and `ghost_frozen` against non-private with the same frozen embeddings), then
+`dp_user_slowdown: X` (DP hooks steps/s / DP user steps/s: user-level against chunk-level DP at the same chunks,
+so the same expected tokens, per step). On a GPU, `--batch-size` sized to the card is the
 physical batch of every side (issue 16's target: `dp_slowdown` <= 1.6 at the same logical batch).
 """
 from __future__ import annotations
@@ -101,10 +103,11 @@ def plain_step(accelerator, model, total_steps: int, args):
     return step
 
 
-def dp_step(accelerator, model, total_steps: int, args, features, collator, mode: str, frozen: bool):
+def dp_step(accelerator, model, total_steps: int, args, features, collator, mode: str, frozen: bool | None = None):
+    """`frozen` None: the recipe's own choice for the word embeddings."""
     cfg = RunConfig.from_config(compose_config(["recipe=dp", f"train.batch_size={args.batch_size}",
                                                 "train.dp.noise_multiplier=1.0", f"train.dp.grad_sample_mode={mode}",
-                                                f"train.dp.freeze_embeddings={frozen}"]))
+                                                *([] if frozen is None else [f"train.dp.freeze_embeddings={frozen}"])]))
     trainer = PrivateTrainer(cfg.train, cfg.seed, model, features, collator, accelerator)
     scheduler = get_linear_schedule_with_warmup(trainer.optimizer, 0, total_steps)
     trainer.objective.train()
@@ -178,7 +181,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3, help="timed steps per block")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--users", type=int, default=40, help="synthetic patients to draw the batches from")
-    parser.add_argument("--no-frozen", action="store_true", help="skip the frozen-embedding and ghost sides")
+    parser.add_argument("--defaults-only", action="store_true",
+                        help="skip DP hooks with the embeddings trained, non-private with them frozen, and DP ghost")
     parser.add_argument("--memory-of", help=argparse.SUPPRESS)  # internal: one side's peak memory, fresh process
     args = parser.parse_args()
     logging.set_verbosity_error()  # the warm start's fresh MLM head is reported as missing weights
@@ -198,15 +202,15 @@ def main() -> None:
     total = n_batches * (args.repeats + 2)
     sides = {  # each side on its own copy of the same initial model, built when asked for
         "non-private": lambda: plain_step(accelerator, copy.deepcopy(model), total, args),
-        "DP hooks": lambda: dp_step(accelerator, copy.deepcopy(model), total, args, features, collator, "hooks", False),
+        "DP hooks": lambda: dp_step(accelerator, copy.deepcopy(model), total, args, features, collator, "hooks"),
         "DP user": lambda: dp_user_step(accelerator, copy.deepcopy(model), total, args, features, collator),
         "DP fast": lambda: dp_step(accelerator, copy.deepcopy(model), total, args, features, collator, "fast", False),
     }
-    if not args.no_frozen:
+    if not args.defaults_only:
         sides["non-private, frozen embeddings"] = lambda: plain_step(accelerator, freeze_embeddings(copy.deepcopy(model)),
                                                                      total, args)
-        sides["DP hooks, frozen embeddings"] = lambda: dp_step(accelerator, copy.deepcopy(model), total, args, features, collator,
-                                                               "hooks", True)
+        sides["DP hooks, embeddings trained"] = lambda: dp_step(accelerator, copy.deepcopy(model), total, args, features,
+                                                                collator, "hooks", False)
         sides["DP ghost, frozen embeddings"] = lambda: dp_step(accelerator, copy.deepcopy(model), total, args, features, collator,
                                                                "ghost", True)
     if args.memory_of:
@@ -238,15 +242,15 @@ def main() -> None:
         medians[name] = statistics.median(values)
         print(f"  {name:<32} {medians[name]:>14.3f} {min(values):>7.3f} {max(values):>7.3f} "
               f"{1000 / medians[name]:>8.0f} {memory[name]:>9.0f}")
-    if not args.no_frozen:
+    if not args.defaults_only:
         base = medians["non-private, frozen embeddings"]
-        print(f"frozen embeddings: non-private / DP hooks {base / medians['DP hooks, frozen embeddings']:.2f}x, "
-              f"non-private / DP ghost {base / medians['DP ghost, frozen embeddings']:.2f}x (steps/s)")
+        print(f"frozen embeddings: non-private / DP ghost {base / medians['DP ghost, frozen embeddings']:.2f}x (steps/s)")
     print(f"peak memory: DP hooks {memory['DP hooks']:.0f} MiB, DP fast {memory['DP fast']:.0f} MiB, "
           f"DP user {memory['DP user']:.0f} MiB")
     print(f"dp_slowdown_hooks: {medians['non-private'] / medians['DP hooks']:.3f}")
     print(f"dp_slowdown_fast: {medians['non-private'] / medians['DP fast']:.3f}")
-    if not args.no_frozen:
+    if not args.defaults_only:
+        print(f"dp_slowdown_hooks_trained: {medians['non-private'] / medians['DP hooks, embeddings trained']:.3f}")
         print(f"dp_slowdown_ghost_frozen: {base / medians['DP ghost, frozen embeddings']:.3f}")
     print(f"dp_user_slowdown: {medians['DP hooks'] / medians['DP user']:.3f}")
 

@@ -201,13 +201,20 @@ def test_empty_batch_steps_with_noise_of_the_right_scale(bert_tokenizer):
 
 
 def test_ghost_refuses_trained_tied_embeddings_fast_takes_them_and_secure_mode_needs_csprng(bert_tokenizer):
+    """By default DP-SGD keeps the word embeddings frozen, so ghost clipping takes a tied model as it is."""
     features = tiny_features(bert_tokenizer)
+    frozen = tiny_model(bert_tokenizer)
+    assert trainer_for(bert_tokenizer, frozen, features, "train.dp.grad_sample_mode=ghost")[0].module is not None
+    assert not frozen.get_input_embeddings().weight.requires_grad
     with pytest.raises(PPMLMError, match="tied"):
-        trainer_for(bert_tokenizer, tiny_model(bert_tokenizer), features, "train.dp.grad_sample_mode=ghost")
+        trainer_for(bert_tokenizer, tiny_model(bert_tokenizer), features, "train.dp.grad_sample_mode=ghost",
+                    "train.dp.freeze_embeddings=false")
     untied = tiny_model(bert_tokenizer, tie_word_embeddings=False)
-    assert trainer_for(bert_tokenizer, untied, features, "train.dp.grad_sample_mode=ghost")[0].module is not None
+    assert trainer_for(bert_tokenizer, untied, features, "train.dp.grad_sample_mode=ghost",
+                       "train.dp.freeze_embeddings=false")[0].module is not None
     tied = tiny_model(bert_tokenizer)
-    fast = trainer_for(bert_tokenizer, tied, features, "train.dp.grad_sample_mode=fast")[0]
+    fast = trainer_for(bert_tokenizer, tied, features, "train.dp.grad_sample_mode=fast",
+                       "train.dp.freeze_embeddings=false")[0]
     assert tied.get_input_embeddings().weight.requires_grad and fast.norm_only
     try:
         import torchcsprng  # noqa: F401
