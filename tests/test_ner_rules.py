@@ -48,6 +48,10 @@ CLINICAL_PHRASES = [
     "Skilled Nursing and Rehab", "worked with PT and OT today", "his sons and daughters", "IP address 10 times",
     "addressed 2 issues, one", "will endorse to oncoming rn", "REPORT GIVEN TO ONCOMING RN", "report given to rn",
     "plan discussed with pt and rn", "As noted, Lasix is a good diuretic",
+    # where one lives that is no named place; care that is no institution
+    "resides at skilled nursing and rehab", "lives at the village green", "lives at his son's manor",
+    "resides at a nursing and rehab", "stays at cardiac rehab", "called cardiac rehab ED", "called the general ED",
+    "walked to the commons", "went to senior living", "is in good general health", "to nursing and rehab",
 ]
 
 
@@ -77,6 +81,9 @@ def test_an_institution_without_a_keyword_after_to_at_from(ner, text, expected):
     ("Has worked at Dominguez, Brown and Mercado for 7 years.", "Dominguez, Brown and Mercado"),
     ("HAS WORKED AT MUNOZ, BAILEY AND CHEN FOR 3 YEARS.", "MUNOZ, BAILEY AND CHEN"),
     ("Has worked at May and Sons for 2 years", "May and Sons"), ("retired from Smith-Jones in 2010", "Smith-Jones"),
+    # the direction word a context rule's word lists strip, and the institution word after a town it found
+    ("f/u with Dr. Roe at south rebeccaberg general on 3/3", "south rebeccaberg general"),
+    ("?d/c back to west adamburgh community. md aware", "west adamburgh community"),
 ])
 def test_the_whole_name_of_an_institution_or_employer(ner, text, expected):
     """The direction or institution word before a name, the institution word after a town, a partnership's names."""
@@ -88,6 +95,14 @@ def test_the_whole_name_of_an_institution_or_employer(ner, text, expected):
     ("Daughter called from Beth Israel Deaconess.", "Beth Israel Deaconess"),
     ("per BIDMC records, EF 35%.", "BIDMC"), ("PER OSH RECORDS PT HAD MI.", "OSH"), ("obtained Lahey records", "Lahey"),
     ("Pt resides at Hebrew SeniorLife.", "Hebrew SeniorLife"), ("lives at Brookdale Senior Living", "Brookdale Senior Living"),
+    # where one lives, in any case, when a facility word ends it; the lower-case institution called
+    ("social: resides at knight manor.", "knight manor"),
+    ("lives at east ronald nursing and rehab", "east ronald nursing and rehab"),
+    ("LIVES AT GOOD SAMARITAN. PLAN:", "GOOD SAMARITAN"), ("RESIDES AT ST. MICHAEL REHAB.", "ST. MICHAEL REHAB"),
+    ("lives at the fox hill village", "fox hill village"), ("called anderson memorial ED, report given", "anderson memorial"),
+    ("d/c to knight manor. E. Nelson, MD", "knight manor"), ("REFERRAL SENT TO GOOD SAMARITAN. MD AWARE", "GOOD SAMARITAN"),
+    ("going to east ronald nursing and rehab d/w dr", "east ronald nursing and rehab"),
+    ("?D/C TO GOOD SAMARITAN. MD AWARE", "GOOD SAMARITAN"),  # the acronym rule's "D/C TO GOOD", trimmed away, takes no text
 ])
 def test_an_institution_called_whose_records_are_read_or_where_one_lives(ner, text, expected):
     assert (expected, "HOSPITAL") in tagged(ner, text), tagged(ner, text)
@@ -168,11 +183,20 @@ def test_history_years_and_day_ordinals(ner, text, expected):
     ("hakjomek paged re: bp", "hakjomek"), ("G. HAKJOMEK, MD NOTIFIED. WILL", "G. HAKJOMEK"),
     ("npn 7p-7a ms. baker is a 69 y/o f", "baker"), ("MICU NOTE MR FOLEY IS A 33 YO M", "FOLEY"),  # an English surname
     ("mr. brown, a 76 y/o m", "brown"), ("HPI: May, Steirsema is a woman aged 84", "May, Steirsema"),
+    ("CCU NURSING NOTE 2/14 1200 RUSTY IS A 57 YO M", "RUSTY"), ("History: Grace is a 62-year-old woman", "Grace"),
     ("skin intact. k price rn", "k price"), ("call light w/in reach. hunter b rn", "hunter b"),
     ("PAIN CONTROLLED. HUNTER B RN", "HUNTER B"), ("turned q2h, skin intact. cc rn", "cc"),  # signed with initials
 ])
 def test_a_clinician_in_lower_case_after_a_title(ner, text, expected):
     assert [span for span in tagged(ner, text) if span[1] == "NAME"] == [(expected, "NAME")]
+
+
+@pytest.mark.parametrize("text", [
+    "NPN: PT IS A 57 YO M", "HE IS A 57 YO M", "THIS IS A 57 YO M", "1. Patient is a 70 yo", "SIS IS A 60 YO",
+    "on 2L. Resident is a 80 yo", "MOTHER IS A 45 YO",
+])
+def test_the_subject_of_an_age_is_no_name_when_it_is_the_patient_a_pronoun_or_a_relative(ner, text):
+    assert [span for span in tagged(ner, text) if span[1] != "AGE"] == []
 
 
 @pytest.mark.parametrize("text", ["hx of ms. is a 50 yo f", "MS. IS A 50 YO F", "Pain, Meds is a concern"])
@@ -228,3 +252,12 @@ def test_the_lists_ship_with_the_pipeline():
     for name in ("clinical_acronyms.txt", "abstract_acronyms.txt", "institution_names.txt", "institution_tails.txt",
                  "care_words.txt", "history_abbreviations.txt", "note_words.txt"):
         assert (DEFAULT_MODEL_DIR / name).is_file()
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("RECENTLY RETURNED FROM A 6-WEEK TRIP TO COCOS (KEELING) ISLANDS. HAS", "COCOS (KEELING) ISLANDS"),
+    ("with a deployment to Svalbard & Jan Mayen Islands.", "Svalbard & Jan Mayen Islands"),
+    ("a trip to South Georgia and the South Sandwich Islands", "South Georgia and the South Sandwich Islands"),
+])
+def test_a_country_by_its_official_long_form(ner, text, expected):
+    assert tagged(ner, text) == [(expected, "LOCATION")]

@@ -77,6 +77,11 @@ LOCAL_SHARE = 0.8  # patients from the local towns; the others come from anywher
 # the rest are Faker's, the source of the name gazetteer. At the default realism: 20% and 10%.
 INVENTED_NAME_SHARE = 0.4
 WORD_NAME_SHARE = 0.2
+# Of the informal forms, how often: a history year written with its month ('TKR 2/2003', times `realism`), a ward
+# named number first ('7 farr'), a patient living at a facility ('resides at knight manor').
+MONTH_YEAR_SHARE = 0.15
+NUMBER_FIRST_WARD_SHARE = 0.3
+RESIDES_AT_SHARE = 0.15
 
 
 @dataclass(frozen=True)
@@ -490,8 +495,10 @@ def _year(year: int, rng: random.Random, realism: float) -> list[Piece]:
 
 
 def _dated(event: str, year: int, rng: random.Random, realism: float) -> list[Piece]:
-    """'MI 1992', "MI in '92", 'MI (1992)', 'CABG 88', "MI 99'"."""
+    """'MI 1992', "MI in '92", 'MI (1992)', 'CABG 88', "MI 99'", and with its month, 'TKR 2/2003'."""
     form = rng.randrange(3)
+    if realism and rng.random() < realism * MONTH_YEAR_SHARE:  # no draw at realism 0: its corpus stays as it was
+        return [event + " ", span(f"{rng.randint(1, 12)}/{year}", DATE)]
     if form == 2:
         return [f"{event} (", *_year(year, rng, realism), ")"]
     return [event + (" in " if form else " "), *_year(year, rng, realism)]
@@ -525,10 +532,15 @@ def _transfer(patient: _Patient, rng: random.Random, informal: bool) -> list[Pie
 
 
 def _ward_move(patient: _Patient, rng: random.Random) -> list[Piece]:
-    """'transfer to farr 7', 'moved to Farr 7 this am', 'ok to go to FARR 7' (the ward as typed)."""
+    """'transfer to farr 7', 'moved to Farr 7 this am', 'ok to go to FARR 7' (the ward as typed), and number
+    first, as some hospitals name their floors: 'tx to 7 farr'."""
     before = rng.choice(("transfer to ", "plan to transfer to ", "moved to ", "ok to go to ", "accepted to ",
                          "tx to "))
-    return [before, span(_typed_case(rng)(patient.ward), LOCATION)]
+    ward = patient.ward
+    if rng.random() < NUMBER_FIRST_WARD_SHARE:
+        name, number = ward.rsplit(" ", 1)
+        ward = f"{number} {name}"
+    return [before, span(_typed_case(rng)(ward), LOCATION)]
 
 
 def _discharge_plan(patient: _Patient, rng: random.Random) -> list[Piece]:
@@ -561,11 +573,20 @@ def _home(patient: _Patient, rng: random.Random, informal: bool) -> list[Piece]:
     """'lives in Waltham w/ wife'; informally the town in capitals or lower case: 'home to brockton'."""
     town = _typed_case(rng)(patient.city) if informal else patient.city
     form = rng.randrange(3)
+    if informal and rng.random() < RESIDES_AT_SHARE:
+        return [rng.choice(("resides at ", "lives at ", "from ")), span(_typed_case(rng)(patient.facility), HOSPITAL)]
     if form == 0:
         return ["lives in ", span(town, LOCATION), f" w/ {patient.relative[0]}"]
     if form == 1:
         return ["lives in ", span(town, LOCATION)]
     return [rng.choice(("plan is d/c home to ", "home to ", "pt from ")), span(town, LOCATION)]
+
+
+def _records(patient: _Patient, rng: random.Random, informal: bool) -> list[Piece]:
+    """The referring hospital called or its records read: 'called CMH for old records', 'per carney memorial
+    records', 'records requested from St. Mary's'."""
+    before, after = rng.choice(WORDS.record_requests)
+    return [before, patient.referrer.mention(rng, informal), after]
 
 
 def _prose_note(patient: _Patient, day: dt.date, problems: Sequence[str], rng: random.Random, staff: _Staff,
@@ -762,8 +783,13 @@ def _icu_note(patient: _Patient, day: dt.date, problems: Sequence[str], rng: ran
                f" {rng.choice(('yo', 'y/o'))} {'m' if patient.male else 'f'}"]
     if rng.random() < 0.7:
         summary += [" ", *_transfer(patient, rng, informal())]
-    admitted = (["on the ", span(ordinal(patient.first_visit.day), DATE)] if informal() and rng.random() < 0.3
-                else [span(_date_text(patient.first_visit, rng, True), DATE)])
+    admitted = [span(_date_text(patient.first_visit, rng, True), DATE)]
+    if informal():
+        form = rng.random()
+        if form < 0.3:
+            admitted = ["on the ", span(ordinal(patient.first_visit.day), DATE)]
+        elif form < 0.5:  # a month and day with a dash: 'admitted 2-13', 'admitted on 2-13'
+            admitted = [rng.choice(("", "on ")), span(date_text(patient.first_visit, "{m}-{d}"), DATE)]
     summary += [f" w/ hx {', '.join(patient.comorbidities[:2])}, ", *_history(patient, rng, realism),
                 ". admitted ", *admitted, f" w/ {', '.join(rng.choice(content.diagnoses) for content in contents)}."]
     line(*summary)
@@ -796,6 +822,8 @@ def _icu_note(patient: _Patient, day: dt.date, problems: Sequence[str], rng: ran
         back += [", ", *_discharge_plan(patient, rng)]
     if informal() and rng.random() < 0.3:
         back += [" ", *_order_by(staff.doctor_for(problems[0], rng), rng)]
+    if informal() and rng.random() < 0.2:
+        back += [", ", *_records(patient, rng, informal())]
     line(heading_case("plan"), f": {', '.join(plans)}", *back, ". ",
          *staff.doctor_for(problems[0], rng).mention(rng, False, informal()),
          rng.choice((" aware", " notified", " paged, aware", " in to see pt")), ". ",

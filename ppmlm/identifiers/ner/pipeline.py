@@ -44,8 +44,8 @@ def build_rules_pipeline(model_dir: str | Path = DEFAULT_MODEL_DIR, profile: str
     """The default backend from a directory laid out like `ner_models/clinical_en` (see its README).
 
     Components, in order: regex rules, token patterns and phrase gazetteers, place names, context
-    patterns, the name gazetteer (each keeps the spans of those before it); then the statistical NER,
-    which predicts around their spans.
+    patterns, the places' mending once more, the name gazetteer (each keeps the spans of those before it); then the
+    statistical NER, which predicts around their spans.
     """
     model_dir = Path(model_dir)
     config = pipeline_config(model_dir, profile)
@@ -73,6 +73,8 @@ def build_rules_pipeline(model_dir: str | Path = DEFAULT_MODEL_DIR, profile: str
     context = config.get("context_patterns") or []
     for rules in [context] if isinstance(context, str) else context:  # one component per file, in order
         add_regex_ruler(rules)
+    if config.get("place_names") and context:
+        nlp.add_pipe("ppmlm_place_mending", before=first, config={"model_dir": str(model_dir), "config": config["place_names"]})
     eponym_nouns = config.get("filters", {}).get("eponym_nouns", [])
     if config.get("name_gazetteer"):
         nlp.add_pipe("ppmlm_name_gazetteer", before=first, config={

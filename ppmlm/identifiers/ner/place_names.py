@@ -60,6 +60,9 @@ class PlaceNames:
         spans += self._prefixed(doc)
         if spans:
             doc.ents = add_entities(doc, filter_spans(spans))
+        return self.mend(doc)
+
+    def mend(self, doc):
         if doc.ents:
             doc.ents = self._mended(doc)
         return doc
@@ -111,3 +114,11 @@ def _same_case(word, other) -> bool:
 @Language.factory("ppmlm_place_names", default_config={"model_dir": "", "config": {}})
 def _make_place_names(nlp: Language, name: str, model_dir: str, config: dict) -> PlaceNames:
     return PlaceNames(Path(model_dir), config)
+
+
+@Language.factory("ppmlm_place_mending", default_config={"model_dir": "", "config": {}})
+def _make_place_mending(nlp: Language, name: str, model_dir: str, config: dict):
+    """The same mending once more after the context rules: their `not_first` lists strip a leading direction word
+    ("at south rebeccaberg general" -> "rebeccaberg general"), and a town they found may precede an institution
+    word ("west adamburgh community")."""
+    return PlaceNames(Path(model_dir), config).mend

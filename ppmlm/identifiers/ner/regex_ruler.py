@@ -112,15 +112,18 @@ class RegexRuler:
     def __call__(self, doc):
         spans = []
         text = doc_text(doc)
-        for match in self._scanner(text).finditer(text):
+        scanner, position = self._scanner(text), 0
+        while (match := scanner.search(text, position)) is not None:
             group = match.lastgroup
             label, rule_id, value = self._rules[group]
             start, end = match.span(value) if value else match.span()
             if group in self._not_first or group in self._cut_before:
                 not_first, cut_before = self._not_first.get(group, ()), self._cut_before.get(group, ())
                 start, end = self._trim(text, start, end, not_first, cut_before, initial=label == NAME)
-            if end <= start:
+            if end <= start:  # a value trimmed to nothing takes no text: "going to GOOD" leaves "to GOOD SAMARITAN"
+                position = match.start() + 1
                 continue
+            position = match.end()
             span = doc.char_span(start, end, label=label, span_id=rule_id, alignment_mode="expand")
             if span is not None and len(span):
                 spans.append(span)
