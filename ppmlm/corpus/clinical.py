@@ -17,7 +17,9 @@ aware", "per md jones", "d/w dr jones"), relatives by first name ("son JOHN call
 "j smith rn"), hospitals and rehab facilities by their name without its keyword ("transferred to carney memorial",
 "screened by ST. JUDE REHAB"), home-care agencies and the outside hospital by acronym ("seen by the VNA nurse",
 "tx from OSH"), wards by a surname and a number that many patients share ("transfer to farr 7"), years in history
-lists as 88, '88 or 88' ("CVA in 97 and 01") and days as ordinals ("admitted on the 3rd"). `realism` is the
+lists as 88, '88 or 88' ("CVA in 97 and 01") or with their month ("TKR 2/2003"), days as ordinals ("admitted on the
+3rd") or with a dash ("admitted 2-13"), wards number first ("tx to 7 farr"), the referring hospital called or its
+records read ("per carney memorial records") and patients living at a facility ("resides at knight manor"). `realism` is the
 chance that a mention takes such a form. It also sets the share of names that no gazetteer holds
 (built from syllables) or that are everyday words ("Rose", "Hall"): Faker's names alone are the very lists
 the NER's name gazetteer is built from, and would overstate how well names are found in real notes.
