@@ -52,6 +52,10 @@ CLINICAL_PHRASES = [
     "resides at skilled nursing and rehab", "lives at the village green", "lives at his son's manor",
     "resides at a nursing and rehab", "stays at cardiac rehab", "called cardiac rehab ED", "called the general ED",
     "walked to the commons", "went to senior living", "is in good general health", "to nursing and rehab",
+    # a procedure's number before a unit or a count; a service before "MD at bedside"; a group that is no employer
+    "s/p cardioversion 12 joules", "s/p drainage of the abscess 10 cm", "s/p repair of hernia 12 days ago",
+    "status post closure of the wound 2 weeks ago", "s/p chemotherapy 10 cycles", "s/p ligation of varices 3 bands",
+    "ICU MD in to see pt", "Renal MD at bedside", "works at a group home", "works at the support group",
 ]
 
 
@@ -84,6 +88,11 @@ def test_an_institution_without_a_keyword_after_to_at_from(ner, text, expected):
     # the direction word a context rule's word lists strip, and the institution word after a town it found
     ("f/u with Dr. Roe at south rebeccaberg general on 3/3", "south rebeccaberg general"),
     ("?d/c back to west adamburgh community. md aware", "west adamburgh community"),
+    # a facility whose name starts with a town: the facility, not the town
+    ("d/c to east ronald nursing and rehab per md church.", "east ronald nursing and rehab"),
+    # an employer named by a company suffix, in any case
+    ("HAS WORKED AT WALKER GROUP FOR 2 YEARS.", "WALKER GROUP"), ("has worked at walker group for 12 years", "walker group"),
+    ("HAS WORKED AT JOHNSON INC FOR 4 YEARS.", "JOHNSON INC"),
 ])
 def test_the_whole_name_of_an_institution_or_employer(ner, text, expected):
     """The direction or institution word before a name, the institution word after a town, a partnership's names."""
@@ -162,7 +171,7 @@ def test_a_town_before_a_state_abbreviation(ner, text, expected):
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("PMH: CABG 88, HTN", ["88"]), ("PNA in '06 & 2007, sober", ["06", "2007"]),
+    ("PMH: CABG 88, HTN", ["88"]), ("PNA in '06 & 2007, sober", ["06 & 2007"]),
     ("S/P JOINT WASHOUT (19).", ["19"]), ("PE '03", ["03"]), ("s/p AVR 2001", ["2001"]), ("CVA in 97 and 01", ["97 and 01"]),
     ("MI 99' and htn", ["99"]), ("lap chole 2007, appy 77", ["2007", "77"]), ("seen on the 3rd by cards", ["3rd"]),
     ("Hx: TKA 2/2003", ["2/2003"]), ("dx 12/2019, f/u", ["12/2019"]),
@@ -170,6 +179,9 @@ def test_a_town_before_a_state_abbreviation(ner, text, expected):
     ("S/P PACEMAKER PLACEMENT IN 10. ADMITTED", ["10"]), ("status post craniotomy 19, who reports", ["19"]),
     ("status post lung volume reduction surgery (06), who", ["06"]), ("S/P ABLATION FOR ATRIAL FLUTTER (13)", ["13"]),
     ("colon ca 94' & 97, on coumadin", ["94", "97"]), ("PE 2000 AND 03, COLON CA", ["2000", "03"]),
+    # a list of years that holds one written '97 is one date; a procedure of any kind, and of what
+    ("lap chole in 96, '97, on coumadin", ["96, '97"]), ("CABG x3 11, '13, sober since '17.", ["11, '13", "17"]),
+    ("status post pleurodesis 09, who was", ["09"]), ("status post debridement of the sacral wound 04, who", ["04"]),
 ])
 def test_history_years_and_day_ordinals(ner, text, expected):
     assert [word for word, label in tagged(ner, text) if label == "DATE"] == expected, tagged(ner, text)
@@ -186,6 +198,7 @@ def test_history_years_and_day_ordinals(ner, text, expected):
     ("CCU NURSING NOTE 2/14 1200 RUSTY IS A 57 YO M", "RUSTY"), ("History: Grace is a 62-year-old woman", "Grace"),
     ("skin intact. k price rn", "k price"), ("call light w/in reach. hunter b rn", "hunter b"),
     ("PAIN CONTROLLED. HUNTER B RN", "HUNTER B"), ("turned q2h, skin intact. cc rn", "cc"),  # signed with initials
+    ("CONT TO MONITOR. G. HAKJOMEK, MD IN TO SEE PT.", "G. HAKJOMEK"), ("Hakjomek MD at bedside", "Hakjomek"),
 ])
 def test_a_clinician_in_lower_case_after_a_title(ner, text, expected):
     assert [span for span in tagged(ner, text) if span[1] == "NAME"] == [(expected, "NAME")]

@@ -44,10 +44,12 @@ class DocContext:
 GAZETTEER = "gazetteer:"  # the entity id prefix of the spans a gazetteer set ("gazetteer:places.txt")
 
 
-def add_entities(doc, spans, widen_gazetteer: bool = False) -> list:
+def add_entities(doc, spans, widen: bool = False) -> list:
     """`doc.ents` with `spans` added where they overlap no entity already set: an earlier component wins. With
-    `widen_gazetteer`, a span that holds gazetteer entities whole and more words besides replaces them: a context
-    rule read the longer name ("Called Beth Israel ED": the institution, not the place "Israel")."""
+    `widen`, a span that holds earlier entities whole and more words besides replaces them when they are
+    gazetteer entities or of its own label: a context rule read the longer name ("Called Beth Israel ED": the
+    institution, not the place "Israel") or the longer identifier of the same kind ("lap chole in 96, '97": both
+    years, not the second)."""
     if not doc.ents:
         return list(spans)
     owner = np.full(len(doc) + 1, -1, dtype=np.int64)
@@ -59,15 +61,15 @@ def add_entities(doc, spans, widen_gazetteer: bool = False) -> list:
         held = {int(i) for i in owner[span.start:span.end] if i >= 0}
         if not held:
             added.append(span)
-        elif widen_gazetteer and all(_widens(span, ents[i]) for i in held):
+        elif widen and all(_widens(span, ents[i]) for i in held):
             dropped |= held
             added.append(span)
     return [*(ent for i, ent in enumerate(ents) if i not in dropped), *added]
 
 
 def _widens(span, ent) -> bool:
-    return (ent.ent_id_.startswith(GAZETTEER) and span.start <= ent.start and ent.end <= span.end
-            and span.end - span.start > ent.end - ent.start)
+    return ((ent.ent_id_.startswith(GAZETTEER) or ent.label_ == span.label_)
+            and span.start <= ent.start and ent.end <= span.end and span.end - span.start > ent.end - ent.start)
 
 
 def sentence_start(doc, i: int) -> bool:

@@ -128,7 +128,7 @@ class RegexRuler:
             if span is not None and len(span):
                 spans.append(span)
         if spans:
-            doc.ents = add_entities(doc, filter_spans(spans), widen_gazetteer=True)
+            doc.ents = add_entities(doc, filter_spans(spans), widen=True)
         return doc
 
     @staticmethod
