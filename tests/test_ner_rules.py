@@ -90,6 +90,8 @@ def test_an_institution_without_a_keyword_after_to_at_from(ner, text, expected):
     ("?d/c back to west adamburgh community. md aware", "west adamburgh community"),
     # a facility whose name starts with a town: the facility, not the town
     ("d/c to east ronald nursing and rehab per md church.", "east ronald nursing and rehab"),
+    # a later rule's longer span of another label (a place one comes from) does not replace the hospital
+    ("PT FROM WEST ADAMBURGH COMMUNITY ED W/ HX", "WEST ADAMBURGH COMMUNITY"),
     # an employer named by a company suffix, in any case
     ("HAS WORKED AT WALKER GROUP FOR 2 YEARS.", "WALKER GROUP"), ("has worked at walker group for 12 years", "walker group"),
     ("HAS WORKED AT JOHNSON INC FOR 4 YEARS.", "JOHNSON INC"),
