@@ -56,6 +56,8 @@ CLINICAL_PHRASES = [
     "s/p cardioversion 12 joules", "s/p drainage of the abscess 10 cm", "s/p repair of hernia 12 days ago",
     "status post closure of the wound 2 weeks ago", "s/p chemotherapy 10 cycles", "s/p ligation of varices 3 bands",
     "ICU MD in to see pt", "Renal MD at bedside", "works at a group home", "works at the support group",
+    # a lower-case "new" or direction before an everyday word is no town, even after "to"
+    "moved to new room", "pt to new bed", "changed to new foley", "transferred to west wing", "home to new dawn",
 ]
 
 
@@ -145,7 +147,7 @@ def test_a_country(ner, text, expected):
     ("SOCIAL: lives in west adamburgh w/ wife.", "west adamburgh"), ("pt from south emma. Grew up", "south emma"),
     ("Grew up in East Dawn. Reports", "East Dawn"), ("GREW UP IN NEW AMBER. ENJOYS", "NEW AMBER"),
     ("lives in West Palm Beach with wife", "West Palm Beach"), ("lives in morganberg w/ niece.", "morganberg"),
-    ("plan is d/c home to new tonibury.", "new tonibury"),
+    ("plan is d/c home to new tonibury.", "new tonibury"), ("SOCIAL: home to new jenna. Grew up in Julieview.", "new jenna"),
     ("Address on file: 211 Wolf Pass, Mechanicsville, Texas", "211 Wolf Pass"),
     ("Address on file: 664 Sarah Dale Apt. 892, Boston", "664 Sarah Dale"), ("address is 45 Oak Road, Boston", "45 Oak Road"),
 ])

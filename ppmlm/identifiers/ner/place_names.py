@@ -31,6 +31,7 @@ class PlaceNames:
         suffixes = sorted(config["suffixes"], key=len, reverse=True)
         self.suffixes = tuple(suffixes)
         self.prefixes = frozenset(config["prefixes"])
+        self.lower_case_prefixes = frozenset(config.get("lower_case_prefixes", ()))
         self.institution_prefixes = frozenset(config.get("institution_prefixes", ()))
         self.institution_tails = frozenset(config.get("institution_tails", ()))
         self._candidate = re.compile(r"(?i)\b[^\W\d_]{2,}(?:" + "|".join(map(re.escape, suffixes)) + r")\b")
@@ -93,16 +94,31 @@ class PlaceNames:
                 and _same_case(word, first))
 
     def _prefixed(self, doc) -> list:
-        """"West Adamburgh": a prefix, then a name or a place word written the same way."""
+        """"West Adamburgh": a prefix, then a name or a place word written the same way. In lower case ("home to
+        new jenna.") only one of `lower_case_prefixes` right after a preposition of place, and only where no word
+        follows: elsewhere "new" and "west" are everyday words, "to st mary's" and "to east ronald nursing and
+        rehab" are institutions, left to the institution rules."""
         found = []
         for token in doc[:-1]:
-            if token.lower_ in self.prefixes and not token.is_lower:
+            if token.lower_ in self.prefixes:
                 following = doc[token.i + 1]
-                same_case = following.is_title if token.is_title else following.is_upper
+                if token.is_lower:
+                    same_case = (token.lower_ in self.lower_case_prefixes and following.is_lower and token.i > 0
+                                 and doc[token.i - 1].lower_ in _PLACE_PREPOSITIONS and _ends_phrase(doc, token.i + 2))
+                else:
+                    same_case = following.is_title if token.is_title else following.is_upper
                 word = following.lower_
                 if same_case and word not in self.common and (word in self.stems or self._is_place_word(word)):
                     found.append(doc[token.i : token.i + 2])
         return [doc.char_span(s.start_char, s.end_char, label=LOCATION, span_id="places:prefix") for s in found]
+
+
+_PLACE_PREPOSITIONS = frozenset({"in", "to", "from", "near"})
+
+
+def _ends_phrase(doc, i: int) -> bool:
+    """No word at token i: the end of the text, punctuation or a line break."""
+    return i >= len(doc) or not doc[i].is_alpha or "\n" in doc[i - 1].whitespace_
 
 
 def _same_case(word, other) -> bool:
