@@ -4,12 +4,16 @@ Trains every recipe (mlm, mlma, ppmlm, dppmlm, ippmlm, dp, ppmlm+dp, and ppmlm w
 corpus, seed and model, each audited after every epoch against one shared likelihood-ratio reference (plain MLM
 trained on the population users, so every recipe faces the same attacker) with every attack of the audit; sweeps
 ppmlm over k and n; repeats the comparison on a second domain (the legal synthetic corpus); with --long-epochs,
-trains some recipes longer on the first domain and reports every attack at both epochs and which is strongest;
+trains some recipes longer (on the first domain, or on --long-domains) and reports every attack at both epochs and
+which is strongest;
 then writes docs/results.md with its tables, plots under docs/results/ and one raw JSON per run under
 docs/results/runs/ (figures only: no terms, no user ids).
 
     python bench/results.py                      # the default: sized for under an hour on 2 CPU cores
-    python bench/results.py --canaries --long-epochs 12   # what docs/results.md shows (about 2 hours on 2 cores)
+    python bench/results.py --canaries --long-epochs 12   # what docs/results.md shows (about 5 hours on 2 cores)
+    python bench/results.py --canaries --long-epochs 12 --long-domains clinical legal \
+        --long-recipes mlm mlma ppmlm dppmlm ippmlm dp ppmlm+dp ppmlm+dp-user   # every recipe at 4 and 12 epochs on
+                                                                                # both domains (about 13 hours)
     python bench/results.py --report-only        # rewrite docs/results.md from finished runs
     python bench/results.py --epochs 32 --users 900 --sweep grid \\
         --set train.max_length=512 model.name_or_path=/models/roberta-large \\
@@ -68,7 +72,7 @@ def plan_runs(args) -> tuple[list[Run], list[Run]]:
     for domain in args.domains:
         for epochs, work, recipes in [(args.epochs, args.work / domain, args.recipes),
                                       *([(args.long_epochs, args.work / f"{domain}-{args.long_epochs}-epochs", args.long_recipes)]
-                                        if args.long_epochs and domain == args.domains[0] else [])]:
+                                        if args.long_epochs and domain in long_domains(args) else [])]:
             base = [f"seed={args.seed}", f"train.epochs={epochs}", f"data.synth_users={args.users}",
                     f"data.synth_domain={domain}", *args.set]
             references.append(Run(domain, "reference", [*base, "recipe=mlm", "data.train_users=population",
@@ -85,6 +89,11 @@ def plan_runs(args) -> tuple[list[Run], list[Run]]:
                     runs.append(Run(domain, f"ppmlm k={k} n={n}", overrides, work / f"ppmlm-k{k}-n{n}", epochs, (k, n)))
     # the longer runs last: a command stopped early has the comparison of every recipe on every corpus first
     return references, sorted(runs, key=lambda run: run.epochs != args.epochs)
+
+
+def long_domains(args) -> list[str]:
+    """The domains of the --long-epochs runs: --long-domains, or the first of --domains."""
+    return [d for d in args.domains if d in (args.long_domains or args.domains[:1])]
 
 
 def sweep_points(args) -> list[tuple[int, int]]:
@@ -537,9 +546,10 @@ def write_report(args, runs: list[Run], unfinished: list[Run]) -> None:
             "![k and n sweep](results/sweep.png)",
             "",
         ]
-    longer = [r.record for r in runs if r.epochs == args.long_epochs and r.epochs != args.epochs]
-    if longer:
-        lines += long_section(longer, args, out_dir)
+    for domain in long_domains(args):
+        longer = [r.record for r in runs if r.domain == domain and r.epochs == args.long_epochs != args.epochs]
+        if longer:
+            lines += long_section(longer, args, out_dir)
     lines += [
         "## Why our figures can differ from the paper's",
         "",
@@ -597,7 +607,7 @@ def gpu_name() -> str | None:
         return None
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results.md")
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "results", help="run directories")
@@ -608,8 +618,10 @@ def main() -> None:
     parser.add_argument("--audit-chunks", default="2", help="audited chunks per user (null: all); 2 is the audit's own default")
     parser.add_argument("--canaries", action="store_true", help="plant canaries in every audited run (audit.canaries); "
                         "without it the recipes' default holds: one-run canaries in DP runs only")
-    parser.add_argument("--long-epochs", type=int, help="also train --long-recipes this many epochs on the first domain and "
+    parser.add_argument("--long-epochs", type=int, help="also train --long-recipes this many epochs on --long-domains and "
                         "report every attack at --epochs and at this epoch")
+    parser.add_argument("--long-domains", nargs="+", choices=["clinical", "legal"],
+                        help="domains of the --long-epochs runs (default: the first of --domains)")
     parser.add_argument("--long-recipes", nargs="+", default=["mlm", "ppmlm", "dp", "ppmlm+dp-user"], choices=list(RECIPES))
     parser.add_argument("--recipes", nargs="*", default=list(RECIPES), choices=list(RECIPES),
                         help="recipes of the main comparison (none: only the --long-epochs runs)")
@@ -621,8 +633,11 @@ def main() -> None:
     parser.add_argument("--set", nargs="*", default=[], help="Hydra overrides for every run, e.g. train.max_length=512")
     parser.add_argument("--launcher", default=sys.executable, help='e.g. "accelerate launch --multi_gpu --num_processes 8"')
     parser.add_argument("--report-only", action="store_true", help="only rewrite the report from finished runs")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
 
+
+def main() -> None:
+    args = parse_args()
     references, runs = plan_runs(args)
     launcher = shlex.split(args.launcher)
     if not args.report_only:
