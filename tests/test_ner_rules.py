@@ -229,6 +229,9 @@ def test_no_name_where_a_title_or_a_comma_names_nobody(ner, text):
     ("The appellant, Smt. Kamla Devi, was present.", ["Kamla Devi"]),
     ("BREKAVI v. KOPISEK\nCase No. 12", ["BREKAVI", "KOPISEK"]),
     ("In Ram Lal vs. State of U.P. the court held", ["Ram Lal"]),
+    # a relative's name of three words, whole; then no word the name does not hold
+    ("The petitioner-husband Suresh Chand Sharma has challenged the order.", ["Suresh Chand Sharma"]),
+    ("Pt's wife Mary Ann Smith at bedside", ["Mary Ann Smith"]), ("husband Bob Updated On Plan", ["Bob"]),
 ])
 def test_a_party_named_by_role_or_beside_versus(ner, text, expected):
     names = [word for word, label in tagged(ner, text) if label == "NAME"]
