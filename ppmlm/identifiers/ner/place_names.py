@@ -103,12 +103,12 @@ class PlaceNames:
             if token.lower_ in self.prefixes:
                 following = doc[token.i + 1]
                 if token.is_lower:
-                    same_case = (token.lower_ in self.lower_case_prefixes and following.is_lower and token.i > 0
+                    written_as_place = (token.lower_ in self.lower_case_prefixes and following.is_lower and token.i > 0
                                  and doc[token.i - 1].lower_ in _PLACE_PREPOSITIONS and _ends_phrase(doc, token.i + 2))
                 else:
-                    same_case = following.is_title if token.is_title else following.is_upper
+                    written_as_place = following.is_title if token.is_title else following.is_upper
                 word = following.lower_
-                if same_case and word not in self.common and (word in self.stems or self._is_place_word(word)):
+                if written_as_place and word not in self.common and (word in self.stems or self._is_place_word(word)):
                     found.append(doc[token.i : token.i + 2])
         return [doc.char_span(s.start_char, s.end_char, label=LOCATION, span_id="places:prefix") for s in found]
 
@@ -118,7 +118,7 @@ _PLACE_PREPOSITIONS = frozenset({"in", "to", "from", "near"})
 
 def _ends_phrase(doc, i: int) -> bool:
     """No word at token i: the end of the text, punctuation or a line break."""
-    return i >= len(doc) or not doc[i].is_alpha or "\n" in doc[i - 1].whitespace_
+    return i >= len(doc) or not doc[i].is_alpha  # a line break is a token of its own
 
 
 def _same_case(word, other) -> bool:
