@@ -633,7 +633,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--set", nargs="*", default=[], help="Hydra overrides for every run, e.g. train.max_length=512")
     parser.add_argument("--launcher", default=sys.executable, help='e.g. "accelerate launch --multi_gpu --num_processes 8"')
     parser.add_argument("--report-only", action="store_true", help="only rewrite the report from finished runs")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.long_domains and not set(args.long_domains) <= set(args.domains):
+        parser.error(f"--long-domains {' '.join(args.long_domains)}: each must be one of --domains ({' '.join(args.domains)})")
+    return args
 
 
 def main() -> None:

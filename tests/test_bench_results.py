@@ -25,3 +25,9 @@ def test_the_longer_runs_are_planned_on_the_domains_asked_for(extra, long_domain
     assert {(ref.domain, ref.epochs) for ref in references} == {("clinical", 4), ("legal", 4),
                                                                 *((d, 12) for d in long_domains)}
     assert runs[-len(longer):] == longer  # the longer runs last
+
+
+def test_a_longer_domain_outside_the_compared_ones_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        results.parse_args(["--domains", "clinical", "--long-epochs", "12", "--long-domains", "legal"])
+    assert "--long-domains legal: each must be one of --domains (clinical)" in capsys.readouterr().err
