@@ -171,6 +171,14 @@ def mean_interval(values: list[float]) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
+def ratio_over_plain(values: list[float], plain: list[float]) -> tuple[float, float, float] | None:
+    """Mean and t-interval over seeds of a run's utility over the plain recipe's; None where the plain recipe predicts
+    nothing at some seed (a ratio over 0 says nothing about what DP kept)."""
+    if not all(plain):
+        return None
+    return mean_interval([v / p for v, p in zip(values, plain)])
+
+
 def runs_of(args) -> dict[str, list[str]]:
     runs = {"ppmlm": ["recipe=ppmlm", *WARM]}
     for epsilon in args.epsilons:
@@ -249,19 +257,19 @@ def main() -> None:
         print(f"\n{corpus_name}, {args.epochs} epochs, per seed:\n" + "\n".join(seed_table(results)), flush=True)
         print(f"\n{corpus_name}, over seeds {', '.join(map(str, args.seeds))} (mean [95% t-interval]):")
         print("| run | utility | over ppmlm (no DP, warm start) |\n|---|---:|---:|")
-        rows = {"public warm start alone": [warm[s] for s in args.seeds if warm[s] is not None]}
-        rows.update({name: [results[name, s]["utility"] for s in args.seeds] for name in runs})
-        for name, values in rows.items():
-            if not values:
+        rows = {"public warm start alone": {s: warm[s] for s in args.seeds if warm[s] is not None}}
+        rows.update({name: {s: results[name, s]["utility"] for s in args.seeds} for name in runs})
+        for name, by_seed in rows.items():
+            if not by_seed:
                 continue
-            m, low, high = mean_interval(values)
+            m, low, high = mean_interval(list(by_seed.values()))
             ratio = "-"
             if name != "ppmlm":
-                per_seed = [v / results["ppmlm", s]["utility"] for v, s in zip(values, args.seeds)]
-                r, r_low, r_high = mean_interval(per_seed)
-                ratio = f"{r:.2f} [{r_low:.2f}, {r_high:.2f}]"
-                if name == first:
-                    ratios[corpus_name] = r
+                over = ratio_over_plain(list(by_seed.values()), [results["ppmlm", s]["utility"] for s in by_seed])
+                ratio = ("n/a (ppmlm predicts nothing at a seed)" if over is None
+                         else f"{over[0]:.2f} [{over[1]:.2f}, {over[2]:.2f}]")
+                if name == first and over is not None:
+                    ratios[corpus_name] = over[0]
             print(f"| {name} | {m:.3f} [{low:.3f}, {high:.3f}] | {ratio} |")
     if ratios:
         worst = min(ratios, key=ratios.get)
