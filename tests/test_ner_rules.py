@@ -236,6 +236,9 @@ def test_no_name_where_a_title_or_a_comma_names_nobody(ner, text):
     ("RAJESH KUMAR ..... Appellant\nversus", ["RAJESH KUMAR"]), ("Kamla Devi ...Petitioner", ["Kamla Devi"]),
     ("Rajesh Kumar S/o Ram Lal, the appellant", ["Rajesh Kumar", "Ram Lal"]),
     ("The second appellant Smt. Rani W/o Late Sh. Mange Ram is aged about 60 years.", ["Rani", "Mange Ram"]),
+    # a witness's or the deceased's first name that is an English word stays, before S/o as after a party's role
+    ("The witness Hope Singh S/o Late Sh. Mange Ram deposed.", ["Hope Singh", "Mange Ram"]),
+    ("the deceased Rose Devi W/o Ram Kumar", ["Rose Devi", "Ram Kumar"]),
     # a judge's or a clinician's initials after a title, in capitals too
     ("Hon'ble Mr. Justice S. Ravindra Bhat", ["S. Ravindra Bhat"]), ("HON'BLE MR. JUSTICE A.K. SIKRI", ["A.K. SIKRI"]),
     ("DR. A. JONES CALLED", ["A. JONES"]),
@@ -251,7 +254,7 @@ def test_a_party_named_by_role_or_beside_versus(ner, text, expected):
     "The Respondent Bank has failed to pay.", "VS STABLE. VS WNL. AFEBRILE VS STABLE", "Warfarin vs. Heparin",
     "The appellant has filed the appeal.", "the learned counsel for the respondents, Mr.",
     "STATE OF U.P. ....Respondent", "UNION OF INDIA ..... Respondent", "The order was passed.... Respondent appeared",
-    "AMBULATED W/O ASSIST", "TOLERATED W/O FOLEY", "PAIN S/O NAUSEA",
+    "AMBULATED W/O ASSIST", "TOLERATED W/O FOLEY", "PAIN S/O NAUSEA", "The witness S/o the deceased deposed.",
 ])
 def test_no_party_where_a_role_names_no_person(ner, text):
     assert [e.text for e in ner.nlp(text).ents if e.ent_id_.startswith(("party_", "relation_of_"))] == []
