@@ -15,10 +15,12 @@ from ppmlm.config import RunConfig
 from ppmlm.corpus.domains import generate_synthetic
 from ppmlm.corpus.loading import load_corpus
 from ppmlm.errors import ConfigError, PPMLMError
+from ppmlm.masking.collator import IGNORE_INDEX, PrivacyMaskingCollator
 from ppmlm.models import PUBLIC_SYNTH_SEED, default_model_path
 from ppmlm.pipeline import compose_config
 from ppmlm.training import warm_start
 from ppmlm.training.loop import load_model
+from ppmlm.words import WordSegmenter
 
 PLANTED = "Zyxwv Planted-Secret-Phrase 90210 was admitted"
 TINY_PUBLIC = ["model.public.synth_users=2", "model.public.layers=1", "model.public.batch_size=16", "train.max_length=64"]
@@ -125,6 +127,47 @@ def test_never_trains_on_the_run_corpus(tmp_path, tokenizer, monkeypatch):
     assert record["sources"][0] == {"source": "medical abstracts", "file": "abstracts.csv", "documents": 6,
                                     "left_out_as_in_run_corpus": 1}
     assert PLANTED not in json.dumps(record)
+
+
+def test_synthetic_identifiers_are_context_never_targets(tmp_path, tokenizer, monkeypatch):
+    """The generator draws names and places from the same lists for public and private users: the warm start sees its
+    synthetic users' gold spans as context but is never asked to predict a word of one, so that it cannot teach the
+    run's model the run's patients' names before any private step. Abstracts hold no spans: every word is eligible."""
+    abstracts = write_abstracts(tmp_path / "abstracts.csv", public_abstracts(4))
+    cfg = config(tmp_path, "model.warm_start=public", f"model.public.abstracts={abstracts}")
+    built = []
+    build = warm_start.build_features
+
+    def recorded(docs, identifiers, *args, **kwargs):
+        built.append((docs, build(docs, identifiers, *args, **kwargs)))
+        return built[-1][1]
+
+    monkeypatch.setattr(warm_start, "build_features", recorded)
+    _, record = warm_start.public_warm_start(cfg, load_model(cfg.model, tokenizer), tokenizer, load_corpus(small_corpus()),
+                                             accelerator())
+    gold = {r["text"]: r["phi"] for r in generate_synthetic("clinical", 2, seed=PUBLIC_SYNTH_SEED)}
+    assert record["identifier_spans_never_targets"] == sum(map(len, gold.values())) > 0
+    assert record["sources"][1]["identifier_spans_never_targets"] == record["identifier_spans_never_targets"]
+    assert "identifier_spans_never_targets" not in record["sources"][0]
+    segmenter, checked = WordSegmenter(), {"gold": 0, "other": 0}
+    for docs, features in built:
+        texts = {d["doc_id"]: d["text"] for d in docs}
+        for row in features.to_list():
+            text = texts[row["doc_id"]]
+            words = next(segmenter.pipe([text]))
+            spans = gold.get(text, [])
+            first, stop = words.overlapping([s["start"] for s in spans], [s["end"] for s in spans])
+            in_span = {w for a, b in zip(first, stop) for w in range(a, b)}
+            for word, protected in zip(row["word_ids"], row["protected"]):
+                if word >= 0:
+                    is_gold = row["word_offset"] + word in in_span
+                    assert protected == is_gold, (row["doc_id"], word)
+                    checked["gold" if is_gold else "other"] += 1
+        collate = PrivacyMaskingCollator(tokenizer, mlm_probability=0.5, generator=torch.Generator().manual_seed(0))
+        batch = collate(features.select_columns(["input_ids", "attention_mask", "word_ids", "protected"]).to_list())
+        for labels, protected in zip(batch["labels"], features["protected"]):
+            assert (labels[: len(protected)][torch.tensor(protected)] == IGNORE_INDEX).all()
+    assert checked["gold"] > 0 and checked["other"] > checked["gold"]
 
 
 def test_dp_recipes_take_it_by_default_and_the_settings_are_checked(tmp_path):

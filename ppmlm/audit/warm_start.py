@@ -20,6 +20,8 @@ def warm_start_summary(seen: dict | None) -> str:
         return "none: the model's MLM head starts as the base checkpoint has it"
     sources = "; ".join(f"{s['source']}: {s['documents']} documents"
                         + (f" (users drawn with the reserved seed {s['seed']})" if "seed" in s else "")
+                        + (f", its {s['identifier_spans_never_targets']} identifier spans seen but never a masked target"
+                           if s.get("identifier_spans_never_targets") else "")
                         + (f", {s['left_out_as_in_run_corpus']} left out as documents of the training corpus"
                            if s.get("left_out_as_in_run_corpus") else "") for s in seen.get("sources") or [])
     accuracy = seen.get("held_out_masked_token_accuracy") or {}

@@ -10,7 +10,11 @@ What public means here: the medical abstracts of `model.public.abstracts` when t
 users of the corpus generators drawn with `PUBLIC_SYNTH_SEED`, which no run's embedded corpus and no `ppmlm synth`
 can draw. A public document that is also a document of the run's corpus (any user: member, audit non-member or
 population) is left out, so that the warm start never saw the people the run trains on and audits; the audit would
-otherwise measure the warm start's memory, not the run's.
+otherwise measure the warm start's memory, not the run's. The synthetic users' identifiers (their generator's gold
+spans: names, places, dates, record numbers) stay visible as context but are never a masked target, as ppmlm keeps a
+run's own: the generators draw them from the same lists for their public and their private users, so a warm start
+asked to predict them would predict the run's patients' names and places before any private step, and the audit
+would count them as leaked (issue 27: privacy 0.95 on `ppmlm synth` from the warm start alone).
 
 The entry is keyed by the starting weights, the public texts and the settings: runs that share them share one warm
 start, and another source or another setting trains another. Its `warm_start.json` says what it saw (sources,
@@ -40,6 +44,8 @@ from ppmlm.corpus.domains import generate_synthetic
 from ppmlm.errors import PPMLMError
 from ppmlm.features import FEATURE_COLUMNS, build_features
 from ppmlm.files import COMPLETE
+from ppmlm.identifiers.blacklist import Blacklist
+from ppmlm.identifiers.ner import Span
 from ppmlm.masking.collator import IGNORE_INDEX, PrivacyMaskingCollator
 from ppmlm.models import PUBLIC_SYNTH_SEED, lm_head
 from ppmlm.rundir import WARM_START_RECORD as RECORD  # beside the weights, here and in the run's checkpoints
@@ -59,14 +65,27 @@ class PublicText:
     held_out: list[str] = field(default_factory=list)
     sources: list[dict] = field(default_factory=list)  # per source: what it is and how many documents it gave
     skipped: list[str] = field(default_factory=list)  # sources not found, said
+    # the identifier spans of each document of `train` and `held_out`, in the same order: never a masked target
+    train_spans: list[list[Span]] = field(default_factory=list)
+    held_out_spans: list[list[Span]] = field(default_factory=list)
+
+    def add(self, text: str, spans: list[Span]) -> None:
+        texts, span_lists = (self.held_out, self.held_out_spans) if held_out(text) else (self.train, self.train_spans)
+        texts.append(text)
+        span_lists.append(spans)
 
     def digest(self) -> str:
         sha = hashlib.sha256()
-        for part, texts in (("train", self.train), ("held_out", self.held_out)):
-            for text in texts:
+        for part, texts, span_lists in (("train", self.train, self.train_spans),
+                                        ("held_out", self.held_out, self.held_out_spans)):
+            for text, spans in zip(texts, span_lists):
                 sha.update(f"{part}\x00{len(text)}\x00".encode())
                 sha.update(text.encode("utf-8", "surrogatepass"))
+                sha.update("".join(f"\x00{s.start}-{s.end}" for s in spans).encode())
         return sha.hexdigest()
+
+    def protected_spans(self) -> int:
+        return sum(map(len, self.train_spans)) + sum(map(len, self.held_out_spans))
 
 
 def normalized(text: str) -> str:
@@ -78,23 +97,27 @@ def public_text(public, run_texts) -> PublicText:
     """The texts `public` (the run's `model.public`) names, less every document of `run_texts` (the run's corpus)."""
     excluded = {normalized(text) for text in run_texts}
     found = PublicText()
-    candidates: list[tuple[dict, list[str]]] = []
+    candidates: list[tuple[dict, list[tuple[str, list[Span]]]]] = []
     if public.abstracts is not None:
         path = Path(public.abstracts)
         if path.is_file():
-            candidates.append(({"source": "medical abstracts", "file": path.name}, read_abstracts(path)))
+            candidates.append(({"source": "medical abstracts", "file": path.name},
+                               [(text, []) for text in read_abstracts(path)]))
         else:
             found.skipped.append(f"medical abstracts: {public.abstracts} not found (model.public.abstracts)")
     if public.synth_users:
         for domain in public.synth_domains:
             records = generate_synthetic(domain, public.synth_users, seed=PUBLIC_SYNTH_SEED)
             candidates.append(({"source": f"synthetic {domain}", "seed": PUBLIC_SYNTH_SEED, "users": public.synth_users},
-                               [record["text"] for record in records]))
-    for source, texts in candidates:
-        kept = [text for text in texts if normalized(text) not in excluded]
-        found.sources.append({**source, "documents": len(kept), "left_out_as_in_run_corpus": len(texts) - len(kept)})
-        for text in kept:
-            (found.held_out if held_out(text) else found.train).append(text)
+                               [(record["text"], [Span(s["start"], s["end"], s["label"]) for s in record["phi"]])
+                                for record in records]))
+    for source, documents in candidates:
+        kept = [(text, spans) for text, spans in documents if normalized(text) not in excluded]
+        found.sources.append({**source, "documents": len(kept), "left_out_as_in_run_corpus": len(documents) - len(kept),
+                              **({"identifier_spans_never_targets": sum(len(spans) for _, spans in kept)}
+                                 if any(spans for _, spans in kept) else {})})
+        for text, spans in kept:
+            found.add(text, spans)
     return found
 
 
@@ -242,15 +265,18 @@ def masked_token_accuracy(model, batches: list[dict], device) -> float:
 
 
 def train_warm_start(model, tokenizer, text: PublicText, settings: dict, device) -> dict:
-    """Trains `model` in place on `text` (plain 15% whole-word masking, nothing protected: public text holds no one
-    to protect) and returns the record of what it saw and learned. Forks the global random state: the run's own
+    """Trains `model` in place on `text` (15% whole-word masking; the synthetic documents' identifier spans are seen,
+    never targets) and returns the record of what it saw and learned. Forks the global random state: the run's own
     streams are the same whether the warm start was trained now or read from the cache."""
     started = time.perf_counter()
     records = [{"text": t, "user_id": f"public-{i}", "doc_id": f"public-{i}"} for i, t in enumerate(text.train)]
     held = [{"text": t, "user_id": f"held-{i}", "doc_id": f"held-{i}"} for i, t in enumerate(text.held_out)]
+    identifiers = Blacklist.from_terms([], spans={
+        **{f"public-{i}": spans for i, spans in enumerate(text.train_spans) if spans},
+        **{f"held-{i}": spans for i, spans in enumerate(text.held_out_spans) if spans}})
     columns = list(FEATURE_COLUMNS)
-    chunks = build_features(records, None, tokenizer, max_length=settings["max_length"]).select_columns(columns)
-    held_chunks = build_features(held, None, tokenizer, max_length=settings["max_length"]).select_columns(columns) \
+    chunks = build_features(records, identifiers, tokenizer, max_length=settings["max_length"]).select_columns(columns)
+    held_chunks = build_features(held, identifiers, tokenizer, max_length=settings["max_length"]).select_columns(columns) \
         if held else None
     trained = trained_parameters(model, settings["layers"])
     with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
@@ -293,6 +319,7 @@ def train_warm_start(model, tokenizer, text: PublicText, settings: dict, device)
     return {
         "kind": "public", "sources": text.sources, "skipped": text.skipped,
         "documents": len(text.train), "held_out_documents": len(text.held_out), "chunks": len(chunks),
+        "identifier_spans_never_targets": text.protected_spans(),
         "trained": "the MLM head" + (f" and the top {layers} encoder layers" if layers else ""),
         "parameters_trained": sum(p.numel() for _, p, _ in trained), "steps": total, "settings": settings,
         "held_out_masked_token_accuracy": {"before": before, "after": after},
