@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 
 import datasets
 import pytest
@@ -186,3 +187,156 @@ def test_synth_domain_reaches_the_prepared_training_data(tmp_path, bert_tokenize
 
     old = OmegaConf.create({"path": None, "synth_users": 3})  # data section of a run written before synth_domain
     assert load_run_corpus(old, 0)["text"] == [record["text"] for record in generate_synthetic("clinical", 3)]
+
+
+# ---- cases written as Indian court judgments are (a share of the cases) ----------------------------------------
+
+def _indian_cases(n_users: int, seed: int):
+    """The Indian-style cases among the first `n_users`, drawn as the generator draws them."""
+    import random
+
+    from ppmlm.corpus import legal
+
+    bench = legal._draw_indian_bench(seed)
+    for index in range(n_users):
+        if legal._indian_style(seed, index):
+            rng = random.Random(f"{legal.WORDS.corpus['user_stream']}:{seed}:{index}")
+            yield legal._draw_indian_case(seed, index, bench, rng)
+
+
+def _values(case) -> dict[str, set[str]]:
+    """What identifies the case, by gold label: names, places, case numbers (the text after '|')."""
+    people = [case.party, case.co_party, case.other, case.deceased, *(w.person for w in case.witnesses)]
+    names = {value for person in people if person for value in (person.name, person.relative, person.alias) if value}
+    names |= {judge.name for judge in case.judges} | {case.counsel.name, case.other_counsel.name}
+    numbers = {number.partition("|")[2] for number in (case.appeal, case.high_court_number, case.petition, case.trial_case)}
+    firs = {f"{case.fir}/{case.fir_year}", f"{case.fir} of {case.fir_year}"}  # not the bare number: it occurs as other numbers
+    values = {"NAME": names, "LOCATION": {case.village, case.tehsil, case.district, case.station},
+              "ID": numbers | firs | {case.counsel.enrolment}, "HOSPITAL": {case.firm} if case.firm else set()}
+    for fact in case.facts:  # the case's own details: children, villages, vehicles, firms
+        for piece in fact:
+            if isinstance(piece, tuple) and piece[1] in values:
+                values[piece[1]].add(piece[0])
+    return values
+
+
+@pytest.fixture(scope="module")
+def indian_60():
+    cases = {case.user_id: case for case in _indian_cases(60, 0)}
+    records = [record for record in generate_legal_corpus(60) if record["user_id"] in cases]
+    return cases, records
+
+
+def _gold_at(record, start: int):
+    return next((span for span in record["phi"] if span["start"] == start), None)
+
+
+def test_a_share_of_cases_is_written_in_the_indian_style_chosen_by_seed_and_case_index():
+    from ppmlm.corpus.legal import INDIAN_SHARE, _indian_style
+
+    for seed in (0, 1, 7):
+        share = sum(_indian_style(seed, index) for index in range(400)) / 400
+        assert abs(share - INDIAN_SHARE) < 0.07, (seed, share)
+    assert [_indian_style(0, i) for i in range(50)] != [_indian_style(1, i) for i in range(50)]
+    records = generate_legal_corpus(30, seed=3)
+    assert records == generate_legal_corpus(30, seed=3)  # deterministic
+    assert generate_legal_corpus(40, seed=3)[: len(records)] == records  # a larger corpus extends a smaller one
+    indian = {case.user_id for case in _indian_cases(30, 3)}
+    assert indian and any(record["user_id"] not in indian for record in records)
+    assert all(("Versus" in r["text"] or "VERSUS" in r["text"] or "Vs." in r["text"] or "versus" in r["text"]
+                or "CASE STATUS" in r["text"] or "JUDGE" in r["text"]) for r in records if r["user_id"] in indian)
+
+
+def test_every_occurrence_of_an_indian_case_identifier_is_inside_its_gold_span(indian_60):
+    """The names, places and case numbers of each case, wherever its documents write them (capitals too), lie inside
+    a gold span; and the State, courts and statutes never do."""
+    cases, records = indian_60
+    checked = collections.Counter()
+    for record in records:
+        text = record["text"]
+        for label, values in _values(cases[record["user_id"]]).items():
+            for value in values:
+                for match in re.finditer(rf"(?<![\w/]){re.escape(value)}(?![\w/])", text, re.IGNORECASE):
+                    assert any(g["start"] <= match.start() and match.end() <= g["end"] for g in record["phi"]), (
+                        record["doc_id"], label, value, text[max(0, match.start() - 40):match.end() + 20])
+                    checked[label] += 1
+        for match in re.finditer(r"State of [A-Z][\w.()]*(?: [A-Z][\w.]*)?|Union of India|Section \d+[-A-Z()\d]*|\bIPC\b|"
+                                 r"Cr\.P\.C\.|Indian Penal Code, 1860|Code of Criminal Procedure, 1973|Supreme Court of India|"
+                                 r"(?:the|this|The) (?:learned )?(?:High|Sessions|Trial|Family|Supreme) Court|"
+                                 r"High Court of [^\n]+",
+                                 text, re.IGNORECASE):
+            assert not any(g["start"] < match.end() and match.start() < g["end"] for g in record["phi"]), (
+                record["doc_id"], match.group())
+            checked["no span"] += 1
+    assert min(checked.values()) >= 20, checked
+
+
+# (form, regex whose group `v` is where a gold span of `label` starts, whose text is one of the case's values)
+INDIAN_FORMS = [
+    ("cause title", r"(?m)^(?:\d\. )?(?P<v>[A-Z])[^\n]*?(?:\.{3,}|…+) ?"
+                    r"(?:Appellants?|Petitioner|Respondents?|APPELLANTS?|PETITIONER|RESPONDENT)$", "NAME"),
+    ("kinship", r"\b(?:S/o|D/o|W/o|S/O|D/O|W/O|son of|daughter of|wife of|SON OF|DAUGHTER OF|WIFE OF) (?:Late |LATE )?"
+                r"(?:(?:Sh\.|Shri|Mr\.|SH\.|SHRI|MR\.) )?(?P<v>\w)", "NAME"),
+    ("judge", r"(?:Hon'ble|HON'BLE) (?:(?:Mr|Ms|Mrs|Dr|MR|MS|MRS|DR)\. )?(?:Justice|JUSTICE) (?P<v>\w)", "NAME"),
+    ("judge's signature", r"\.{3}J\.\n\((?P<v>\w)", "NAME"),
+    ("witness by number", r"\b(?:PW-?|PW |P\.W\.-?)\d (?:Dr\. |SI |ASI |Inspector |HC |DR\. |INSPECTOR )?(?P<v>\w)", "NAME"),
+    ("the witness", r"\b[Tt]he witness (?P<v>\w)", "NAME"),
+    ("the deceased", r"\bThe deceased (?P<v>\w)", "NAME"),
+    ("party by role", r"\b(?:The appellant, |The petitioner-(?:husband|wife) |Accused No\. \d |In )(?P<v>[A-Z])[\w.]* "
+                      r"[^\n]*?(?:,| and | vs\.| v\.| Vs\.| versus| appeared)", "NAME"),
+    ("police station", r"\b(?:Police Station|P\.S\.|PS|police station) (?P<v>[A-Z])", "LOCATION"),
+    ("village, tehsil, district", r"\b(?:Village|village|Tehsil|District) (?!Judge|Court)(?P<v>[A-Z])", "LOCATION"),
+    ("case number", r"\bNo\. (?P<v>\d+ of \d{4})", "ID"),
+]
+
+
+@pytest.mark.parametrize("form, pattern, label", INDIAN_FORMS, ids=[form for form, _, _ in INDIAN_FORMS])
+def test_each_indian_form_is_written_with_its_exact_gold_span(indian_60, form, pattern, label):
+    cases, records = indian_60
+    found = 0
+    for record in records:
+        values = {value.casefold() for value in _values(cases[record["user_id"]])[label]}
+        for match in re.finditer(pattern, record["text"]):
+            gold = _gold_at(record, match.start("v"))
+            if gold is None and form in ("cause title", "party by role"):  # the State, an office: no span (tested above)
+                continue
+            assert gold is not None and gold["label"] in (label, "HOSPITAL"), (form, record["doc_id"], match.group())
+            identifier = record["text"][gold["start"]:gold["end"]]
+            assert gold["label"] == "HOSPITAL" or identifier.casefold() in values or form in (
+                "party by role", "kinship", "the deceased"), (form, record["doc_id"], identifier)
+            found += 1
+    assert found >= 5, (form, found)
+
+
+def test_indian_fir_numbers_dates_ages_and_firms_are_gold(indian_60):
+    _, records = indian_60
+    seen = collections.Counter()
+    for record in records:
+        text = record["text"]
+        for kind, pattern, label in (
+                ("fir", r"\bFIR (?:bearing )?No\. (?P<v>\d+(?:/\d{4}| of \d{4})?)\b", "ID"),
+                ("dotted date", r"(?<![\w.])(?P<v>\d{1,2}\.\d{1,2}\.\d{4})\b", "DATE"),
+                ("ordinal date", r"\b(?P<v>\d{1,2}(?:st|nd|rd|th) [A-Z][a-z]+,? \d{4})\b", "DATE"),
+                ("age", r"\baged about (?P<v>\d+) years\b", "AGE"),
+                ("firm", r"\bM/s (?P<v>[A-Z])", "HOSPITAL"),
+                ("enrolment", r"\bEnrolment No\. (?P<v>[A-Z]+/\d+/\d{4})\b", "ID")):
+            for match in re.finditer(pattern, text):
+                gold = _gold_at(record, match.start("v"))
+                assert gold is not None and gold["label"] == label, (kind, record["doc_id"], match.group())
+                if kind != "firm":
+                    assert gold["end"] == match.end("v"), (kind, record["doc_id"], match.group())
+                seen[kind] += 1
+    assert min(seen.values()) >= 5 and set(seen) == {"fir", "dotted date", "ordinal date", "age", "firm", "enrolment"}, seen
+
+
+def test_indian_names_include_three_word_names_and_first_names_that_are_english_words(indian_60):
+    from ppmlm.corpus.legal import IN
+
+    _, records = indian_60
+    words = {name for names in IN["word_given_names"].values() for name in names}
+    names = [record["text"][s["start"]:s["end"]] for record in records for s in record["phi"] if s["label"] == "NAME"]
+    assert sum(name.split()[0].title() in words for name in names) >= 20
+    assert sum(len(name.split()) == 3 and "." not in name for name in names) >= 20
+    assert any(re.search(r"[A-Z]\.[A-Z]\. [A-Z]", name) for name in names)  # a judge's initials: A.K. Sikri
+    caps = [record for record in records if record["text"] == record["text"].upper()]
+    assert caps and any(" S/O " in record["text"] for record in caps)

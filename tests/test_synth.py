@@ -316,12 +316,14 @@ def test_the_forms_real_notes_were_missed_in_are_gold(corpus_200, staff_0):
 
 
 def test_legal_parties_are_named_by_role_in_running_text_and_gold():
-    """'The appellant, X,', 'Petitioner X', 'the respondent-wife X', 'Accused No. 2 X', 'X v. Y', each name gold."""
+    """'The appellant, X,', 'Petitioner X', 'the respondent-wife X', 'Accused No. 2 X', 'X v. Y', each name gold (after
+    an honorific too: 'The appellant, Smt. X,', as the cases in the Indian style write it)."""
     forms = collections.Counter()
     for record in generate_synthetic("legal", 40, seed=0):
         text = record["text"]
         for match in re.finditer(r"(?:The appellant, |(?:Plaintiff|Defendant|Petitioner|Respondent) |Accused No\. \d |"
-                                 r"The [a-z]+-(?:wife|husband|appellant|respondent) |appeal in )([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)",
+                                 r"The [a-z]+-(?:wife|husband|appellant|respondent) |appeal in )"
+                                 r"(?:(?:Shri|Sh\.|Smt\.|Km\.|Mr\.|Mrs\.|Ms\.) )?([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)",
                                  text):
             assert _inside_gold(record, *match.span(1)), (record["doc_id"], match.group())
             forms[match.group().split()[0 if not match.group().startswith("The") else 1].rstrip(",")] += 1
