@@ -293,3 +293,67 @@ def test_the_lists_ship_with_the_pipeline():
 ])
 def test_a_country_by_its_official_long_form(ner, text, expected):
     assert tagged(ner, text) == [(expected, "LOCATION")]
+
+
+# The forms of Indian court judgments that the synthetic legal corpus writes (docs/legal.md): each rule finds its form
+# and leaves the text beside it, the State, courts, statutes and clinical shorthand alone.
+@pytest.mark.parametrize("text, expected", [
+    # case numbers of a year, case-type codes, FIR numbers, bar enrolment numbers (ID)
+    ("The appeal, Crl. A. No. 1234 of 2016, was heard.", [("1234 of 2016", "ID")]),
+    ("CRIMINAL APPEAL NO. 45 OF 2014", [("45 OF 2014", "ID")]),
+    ("CM No. 4688-CII of 2016 is listed.", [("4688-CII of 2016", "ID")]),
+    ("CRM-M-12345 of 2018\nDate of decision: 12.03.2018", [("CRM-M-12345 of 2018", "ID")]),
+    ("CRA-D-123-DB of 2015 (O&M)", [("CRA-D-123-DB of 2015", "ID")]), ("filed as CWP-1234-2015 then", [("CWP-1234-2015", "ID")]),
+    ("FIR No. 123 dated 12.03.2015 under Sections 302/34 IPC", [("123", "ID"), ("12.03.2015", "DATE")]),
+    ("FIR bearing No. 456 of 2014 was lodged", [("456 of 2014", "ID")]), ("Crl. Rev. P. 5547/2013", [("5547/2013", "ID")]),
+    ("Sunita Tripathi, Advocate\nEnrolment No. MAH/310/1989", [("Sunita Tripathi", "NAME"), ("MAH/310/1989", "ID")]),
+    # an age after 'aged about'; places after a police station, village, tehsil, district, or a court and a comma
+    ("Rajesh Kumar S/o Ram Lal, aged about 35 years, R/o Village Khanpur Kalan, Tehsil Gohana, District Sonipat",
+     [("35", "AGE"), ("Khanpur Kalan", "LOCATION"), ("Gohana", "LOCATION"), ("Sonipat", "LOCATION")]),
+    ("FIR No. 12/2015, P.S. Kotwali, District Meerut", [("Kotwali", "LOCATION"), ("Meerut", "LOCATION")]),
+    ("lodged at Police Station Sadar Bazar, Gurgaon", [("Sadar Bazar", "LOCATION")]),
+    ("passed by the Additional Sessions Judge, Karnal in Sessions Case No. 45 of 2014",
+     [("Karnal", "LOCATION"), ("45 of 2014", "ID")]),
+    ("supplied to M/s Sharma Traders, Ludhiana by the appellant", [("Sharma Traders", "HOSPITAL")]),
+    # witnesses by number, parties in a field, counsel before their designation, judges' signatures
+    ("PW-3 Hope Masih deposed that he saw the accused.", [("Hope Masih", "NAME")]),
+    ("P.W.2 NARESH RAM SON OF SH. JAGDISH JHA, AGED 40. THE ACCUSED IS PRESENT.",
+     [("NARESH RAM", "NAME"), ("JAGDISH JHA", "NAME")]),
+    ("PW-1 AGASTYA MAGAR S/O SHRI VENKATESH NAIR PRESENT BUT NOT EXAMINED. THE ACCUSED IS PRESENT.",
+     [("AGASTYA MAGAR", "NAME"), ("VENKATESH NAIR", "NAME")]),
+    ("APPELLANT: ZANSI JAT WIFE OF LATE CHARLES DASS SHARAF\nRESPONDENT: STATE OF HARYANA",
+     [("ZANSI JAT", "NAME"), ("CHARLES DASS SHARAF", "NAME")]),
+    ("PRESENT: SHRI SATBIR KUSHWAHA, ADDITIONAL ADVOCATE GENERAL, HARYANA.", [("SATBIR KUSHWAHA", "NAME")]),
+    ("MANGE RAM S/O SH. BALDEV SINGH, AGED ABOUT 45 YEARS ..... APPELLANT", [("MANGE RAM", "NAME"), ("45", "AGE")]),
+    ("RAJESH KUMAR @ PAPPU S/O RAM LAL ..... APPELLANT", [("RAJESH KUMAR @ PAPPU", "NAME"), ("RAM LAL", "NAME")]),
+    ("Jyoti Mane wife of Late Gurdev Bir, aged about 58 years ..... Appellant", [("Jyoti Mane", "NAME"), ("Gurdev Bir", "NAME")]),
+    ("........................J.\n(S. RAVINDRA BHAT)\n........................J.\n(A.K. SIKRI)",
+     [("S. RAVINDRA BHAT", "NAME"), ("A.K. SIKRI", "NAME")]),
+    ("List on 25.12.2012.\n(N.T. THAKER)\nJUDGE", [("N.T. THAKER", "NAME")]),
+    ("S. RAVINDRA BHAT, J.\n1. The appeal is allowed.", [("S. RAVINDRA BHAT", "NAME")]),
+    ("(Per A.K. Sikri, J.)", [("A.K. Sikri", "NAME")]),
+    ("BEFORE HON'BLE DR. JUSTICE ISHWAR HAYER\nADJOURNED", [("ISHWAR HAYER", "NAME")]),
+    ("CORAM: HON'BLE MR. JUSTICE HARINDER SINGH SIDHU", [("HARINDER SINGH SIDHU", "NAME")]),
+])
+def test_the_forms_of_indian_judgments(ner, text, expected):
+    found = tagged(ner, text)
+    assert all(item in found for item in expected), found
+
+
+# (text, what no new rule may tag): the State, courts, statutes, and clinical shorthand (M/S mental status, PS
+# pressure support, 'wife of pt', a month and year)
+@pytest.mark.parametrize("text", [
+    "STATE OF HARYANA ..... RESPONDENT", "VERSUS\nSTATE OF HARYANA ..... RESPONDENT", "The District Court and the District Judge",
+    "under Order 41 Rule 27 CPC and Section 302 IPC", "THE COURT, HAVING REVIEWED THE MOTION, GRANTS IT.",
+    "the Court, having reviewed the motion", "IN THE LOCAL HEALTH CARE DISTRICT OF MODENA", "bypass in 3 of 2015 patients",
+    "WIFE OF PT AT BEDSIDE. FATHER DECEASED.", "M/S CHANGES NOTED. M/S WNL. PT ALERT.", "ON PS 10/5, TOLERATING PS TRIAL.",
+    "a fir tree was planted", "BP 120/80, 2/2019 and 12/2015", "the ruqa sent to the police station under Section 154",
+])
+def test_no_indian_judgment_rule_fires_on_the_state_courts_statutes_or_clinical_shorthand(ner, text):
+    new_rules = ("case_code_of_year", "fir_number", "bar_enrolment", "age_about", "number_of_year", "judge_signature",
+                 "judge_above_judge", "judge_comma_j", "police_station", "village_tehsil_district", "court_seat", "firm_messrs",
+                 "party_line_before_kin", "witness_number", "party_field", "counsel_name", "relation_words_after",
+                 "party_before_role_dots", "relation_of_after")
+    assert [(e.text, e.ent_id_) for e in ner.nlp(text).ents if e.ent_id_ in new_rules] == []
+    if text.startswith(("STATE", "VERSUS")):
+        assert tagged(ner, text) == []
