@@ -54,7 +54,8 @@ from ppmlm.features import FEATURE_COLUMNS, build_features  # noqa: E402
 from ppmlm.masking.collator import PrivacyMaskingCollator  # noqa: E402
 from ppmlm.models import TUNING_SYNTH_SEED, default_model_path  # noqa: E402
 from ppmlm.pipeline import compose_config  # noqa: E402
-from ppmlm.training.dp.model import PerSampleMaskedLMLoss, unshare_head_bias  # noqa: E402
+from ppmlm.training.dp.config import TRAINED_PARAMETERS  # noqa: E402
+from ppmlm.training.dp.model import PerSampleMaskedLMLoss, train_only, unshare_head_bias  # noqa: E402
 from ppmlm.training.dp.sampling import chunks_by_user  # noqa: E402
 from ppmlm.training.loop import load_model  # noqa: E402
 from ppmlm.training.warm_start import public_warm_start  # noqa: E402
@@ -72,15 +73,16 @@ def tuning_corpus(out: Path, users: int, domain: str = "clinical") -> Path:
 
 
 def gradient_norms(model, features, collator, freeze_embeddings: bool, per_user: int | None, batch: int = 8,
-                   seed: int = 0) -> dict:
+                   seed: int = 0, parameters: str = "all") -> dict:
     """L2 norms of the gradients DP-SGD would clip: of each chunk's mean masked-token loss, and of each user's sum of
     up to `per_user` of their chunks (drawn by `seed`), over the parameters DP-SGD trains (all, or all but the word
-    embeddings); the same objective and mode as the DP trainer (PerSampleMaskedLMLoss, Opacus per-sample hooks, dropout
-    on)."""
-    unshare_head_bias(model)
+    embeddings, and of those `parameters`: train.dp.parameters); the same objective and mode as the DP trainer
+    (PerSampleMaskedLMLoss, Opacus per-sample hooks, dropout on)."""
     model.requires_grad_(True)
     if freeze_embeddings:
         model.get_input_embeddings().weight.requires_grad_(False)
+    train_only(model, parameters)
+    unshare_head_bias(model)
     module = GradSampleModule(PerSampleMaskedLMLoss(model), loss_reduction="sum").train()
     rows = features.select_columns(list(FEATURE_COLUMNS)).to_list()
     generator = torch.Generator().manual_seed(seed)
@@ -110,8 +112,9 @@ def quantiles(values: list[float]) -> dict[float, float]:
     return {q: cuts[round(q * 100) - 1] for q in QUANTILES}
 
 
-def measure_norms(args, corpus_path: Path) -> dict:
-    """Quantiles of the chunk and user gradient norms of the recipe's warm-started model on the tuning members."""
+def measure_norms(args, corpus_path: Path, parameters: str) -> dict:
+    """Quantiles of the chunk and user gradient norms of the recipe's warm-started model on the tuning members, over
+    the `parameters` DP-SGD would train."""
     cfg = RunConfig.from_config(compose_config([f"recipe={args.recipe}", f"data.path={corpus_path}", *args.set]))
     tokenizer = AutoTokenizer.from_pretrained(str(cfg.model.name_or_path or default_model_path()))
     corpus = load_corpus(corpus_path)
@@ -127,11 +130,12 @@ def measure_norms(args, corpus_path: Path) -> dict:
                               max_length=cfg.train.max_length)
     collator = PrivacyMaskingCollator(tokenizer, mlm_probability=cfg.masking.mlm_probability,
                                       generator=torch.Generator().manual_seed(0))
-    norms = gradient_norms(model, features, collator, cfg.train.dp.freeze_embeddings, cfg.train.dp.max_chunks_per_user)
+    norms = gradient_norms(model, features, collator, cfg.train.dp.freeze_embeddings, cfg.train.dp.max_chunks_per_user,
+                           parameters=parameters)
     found = {unit: quantiles(values) for unit, values in norms.items()}
     print(f"gradient norms of the warm-started model on {len(members)} tuning users ({len(norms['chunk'])} chunks; "
-          f"users summed over up to {cfg.train.dp.max_chunks_per_user or 'all'} chunks), parameters trained under DP: "
-          f"{sum(p.numel() for p in model.parameters() if p.requires_grad) / 1e6:.1f}M")
+          f"users summed over up to {cfg.train.dp.max_chunks_per_user or 'all'} chunks), parameters trained under DP "
+          f"(train.dp.parameters={parameters}): {sum(p.numel() for p in model.parameters() if p.requires_grad):,}")
     for unit, cuts in found.items():
         print(f"  {unit}: " + ", ".join(f"q{round(q * 100)} {value:.3g}" for q, value in cuts.items()))
     return found
@@ -146,6 +150,8 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[32, 96],
                         help="expected logical batches (users under unit=user, chunks under unit=chunk)")
     parser.add_argument("--lrs", type=float, nargs="+", default=[1e-4, 3e-4, 1e-3])
+    parser.add_argument("--parameters", nargs="+", default=["all"], choices=TRAINED_PARAMETERS,
+                        help="what DP-SGD trains (train.dp.parameters); C is measured for each")
     parser.add_argument("--clip-quantile", type=float, default=0.5, choices=QUANTILES,
                         help="C = this quantile of the unit's gradient norms")
     parser.add_argument("--clip", type=float, help="C itself (skips the norm measurement)")
@@ -158,24 +164,29 @@ def main() -> None:
     corpus = tuning_corpus(args.work / f"tuning-{args.users}.jsonl", args.users)
     print(f"tuning corpus: {args.users} synthetic clinical users drawn with the reserved seed {TUNING_SYNTH_SEED}", flush=True)
     unit = RunConfig.from_config(compose_config([f"recipe={args.recipe}"])).train.dp.unit
-    clip = args.clip or measure_norms(args, corpus)[unit][args.clip_quantile]
-    print(f"C = {clip:.3g} (unit {unit})", flush=True)
+    clips = {}
+    for parameters in args.parameters:
+        clips[parameters] = args.clip or measure_norms(args, corpus, parameters)[unit][args.clip_quantile]
+        print(f"C = {clips[parameters]:.3g} (unit {unit}, train.dp.parameters={parameters})", flush=True)
 
+    # utility is read from the audit's own pass; the every-occurrence privacy probe adds nothing to it
     common = [f"data.path={corpus}", f"train.epochs={args.epochs}", f"seed={args.seed}", "audit.reference=none",
-              "audit.neighbours=0", "audit.inversion.enabled=false", *args.set]
+              "audit.neighbours=0", "audit.inversion.enabled=false", "audit.privacy_probe=sampled",
+              "model.warm_start=public", *args.set]
     results = {}
-    plain = args.work / f"{args.recipe}-no-dp"
+    plain = args.work / f"{args.recipe}-no-dp-e{args.epochs}"
     train("no DP", [f"recipe={args.recipe}", "train.dp.enabled=false", "train.batch_size=8", "train.lr=1e-4", *common],
           plain, args.epochs)
     results["no DP (batch 8, lr 1e-4)"] = figures(plain)
-    for batch in args.batches:
-        for lr in args.lrs:
-            name = f"{args.recipe}-b{batch}-lr{lr:g}-c{clip:.3g}-e{args.epsilon:g}"
-            train(name, [f"recipe={args.recipe}", f"train.batch_size={batch}", f"train.lr={lr}",
-                         f"train.dp.max_grad_norm={clip:.4g}", f"train.dp.target_epsilon={args.epsilon}", *common],
-                  args.work / name, args.epochs)
-            results[f"DP batch {batch}, lr {lr:g}"] = figures(args.work / name)
-    base = warm_start_utility(args.work / f"{args.recipe}-b{args.batches[0]}-lr{args.lrs[0]:g}-c{clip:.3g}-e{args.epsilon:g}")
+    for parameters, clip in clips.items():
+        for batch in args.batches:
+            for lr in args.lrs:
+                name = f"{args.recipe}-{parameters}-b{batch}-lr{lr:g}-c{clip:.3g}-e{args.epsilon:g}-epochs{args.epochs}"
+                train(name, [f"recipe={args.recipe}", f"train.dp.parameters={parameters}", f"train.batch_size={batch}",
+                             f"train.lr={lr}", f"train.dp.max_grad_norm={clip:.4g}",
+                             f"train.dp.target_epsilon={args.epsilon}", *common], args.work / name, args.epochs)
+                results[f"DP {parameters}, batch {batch}, lr {lr:g}, C {clip:.3g}"] = figures(args.work / name)
+    base = warm_start_utility(plain)
     print(f"\nutility on the held-out tuning users after {args.epochs} epochs (warm start alone: {number(base)}):")
     print("| run | utility [95% interval] | ε RDP | σ | q | steps | train s |\n|---|---:|---:|---:|---:|---:|---:|")
     for name, f in results.items():
@@ -184,7 +195,7 @@ def main() -> None:
               f"{number((f['epsilon'] or {}).get('rdp'), 2)} | {number(f['noise_multiplier'])} | "
               f"{number(f['sample_rate'], 4)} | {f['steps'] or '-'} | {f['train_seconds']:.0f} |")
     best = max((name for name in results if name.startswith("DP")), key=lambda name: results[name]["utility"] or 0)
-    print(f"best: {best}, C {clip:.3g}")
+    print(f"best: {best}")
     ratio = (results[best]["utility"] or 0) / max(results["no DP (batch 8, lr 1e-4)"]["utility"] or 0, 1e-9)
     print(f"dp_sweep_utility_ratio: {ratio:.3f}")
 

@@ -224,6 +224,35 @@ def test_ghost_refuses_trained_tied_embeddings_fast_takes_them_and_secure_mode_n
 
 
 @pytest.mark.parametrize("family", ["bert", "roberta"])
+@pytest.mark.parametrize("parameters", ["bias", "bias+norm"])
+def test_parameter_subsets_train_and_noise_only_what_they_name(parameters, family, bert_tokenizer, roberta_tokenizer):
+    """train.dp.parameters: a noisy step changes the bias terms (and, for bias+norm, the LayerNorm gains) and nothing
+    else, and the noise has one dimension per trained parameter, so fewer parameters mean less noise in all."""
+    tokenizer = bert_tokenizer if family == "bert" else roberta_tokenizer
+    model = tiny_model(tokenizer, family)
+    norms = {name for name, module in model.named_modules() if isinstance(module, torch.nn.LayerNorm)}
+    # by identity: DP-SGD drops the head's alias of the decoder bias, which renames it
+    named = {name: p for name, p in model.named_parameters(remove_duplicate=False)}
+    before = {id(p): p.detach().clone() for p in named.values()}
+    trainer, _ = trainer_for(tokenizer, model, tiny_features(tokenizer), f"train.dp.parameters={parameters}",
+                             "train.dp.noise_multiplier=1.0", "train.dp.max_grad_norm=1.0")
+    seen = capture_gradients(trainer)
+    trainer.physical_step(None)  # noise alone: every trained coordinate moves, no other
+    changed = {id(p) for p in named.values() if not torch.equal(p.detach(), before[id(p)])}
+    expected = {id(p): p for name, p in named.items() if name.endswith("bias")
+                or (parameters == "bias+norm" and name.rsplit(".", 1)[0] in norms)}
+    head_dense_bias = named["cls.predictions.transform.dense.bias" if family == "bert" else "lm_head.dense.bias"]
+    assert changed == set(expected) and id(head_dense_bias) in expected
+    assert sum(g.numel() for g in seen[0]) == sum(p.numel() for p in expected.values())
+    assert not model.get_input_embeddings().weight.requires_grad
+
+
+def test_unknown_parameter_subset_is_refused():
+    with pytest.raises(PPMLMError, match=r"train.dp.parameters=adapters.*all.*bias.*bias\+norm"):
+        RunConfig.from_config(compose_config(["recipe=dp-user", "train.dp.parameters=adapters"]))
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta"])
 def test_checkpoint_reloads_as_a_plain_hugging_face_model(family, tmp_path, bert_tokenizer, roberta_tokenizer):
     tokenizer = bert_tokenizer if family == "bert" else roberta_tokenizer
     features = tiny_features(tokenizer)

@@ -24,7 +24,8 @@ from dp_sweep import gradient_norms, quantiles, tuning_corpus  # noqa: E402
 
 @pytest.mark.kernels
 @pytest.mark.filterwarnings("ignore:Full backward hook is firing")
-def test_gradient_norms_are_those_of_each_chunk_and_of_each_users_sum(bert_tokenizer):
+@pytest.mark.parametrize("parameters", ["all", "bias+norm"])
+def test_gradient_norms_are_those_of_each_chunk_and_of_each_users_sum(parameters, bert_tokenizer):
     torch.manual_seed(0)
     config = AutoConfig.for_model("bert", vocab_size=len(bert_tokenizer), hidden_size=32, num_hidden_layers=2,
                                   num_attention_heads=2, intermediate_size=64, hidden_dropout_prob=0.0,
@@ -34,7 +35,7 @@ def test_gradient_norms_are_those_of_each_chunk_and_of_each_users_sum(bert_token
     features = features.select([i for i, user in enumerate(features["user_id"])
                                 if features["user_id"][:i].count(user) < 3])  # 3 chunks per user
     collate = PrivacyMaskingCollator(bert_tokenizer, mlm_probability=0.3, generator=torch.Generator().manual_seed(2))
-    norms = gradient_norms(model, features, collate, freeze_embeddings=True, per_user=2, batch=1)
+    norms = gradient_norms(model, features, collate, freeze_embeddings=True, per_user=2, batch=1, parameters=parameters)
     assert len(norms["chunk"]) == 6 and len(norms["user"]) == 3
 
     collate.generator.manual_seed(2)  # the same masks again, in the same order: reference by plain autograd
@@ -43,8 +44,13 @@ def test_gradient_norms_are_those_of_each_chunk_and_of_each_users_sum(bert_token
     for index, user in enumerate(features["user_id"]):
         users.setdefault(user, []).append(index)
     objective = PerSampleMaskedLMLoss(model)
-    params = [p for p in model.parameters() if p.requires_grad]  # all but the word embeddings, as gradient_norms left them
-    assert model.get_input_embeddings().weight.requires_grad is False and len(params) == len(list(model.parameters())) - 1
+    params = [p for p in model.parameters() if p.requires_grad]  # what DP-SGD trains, as gradient_norms left them
+    assert model.get_input_embeddings().weight.requires_grad is False
+    if parameters == "all":
+        assert len(params) == len(list(model.parameters())) - 1  # all but the word embeddings
+    else:
+        assert {n for n, p in model.named_parameters() if p.requires_grad} == {
+            n for n, _ in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n}
     chunk_norms, user_norms = [], []
     for chunks in users.values():
         picked = [chunks[i] for i in torch.randperm(len(chunks), generator=generator)[:2].tolist()]

@@ -16,6 +16,11 @@ ACCOUNTANT_NAMES = ("rdp", "prv")
 # layer, tied embeddings accepted. ghost and fast clip by a second backward pass (docs/dp.md).
 GRAD_SAMPLE_MODES = ("hooks", "ghost", "fast")
 NORM_ONLY_MODES = ("ghost", "fast")  # clip from per-chunk norms: never hold the per-chunk gradients to sum
+# what DP-SGD trains: all: every parameter (but the word embeddings when frozen); bias: the bias terms only, LayerNorm's
+# included (DP-BiTFiT, Bu et al. 2022); bias+norm: those and the LayerNorm gains. The noise has one dimension per trained
+# parameter while a user moves the sum by at most C: on a cohort of hundreds, only a few tens of thousands of parameters
+# leave the private steps a signal above the noise (docs/dp.md "What DP-SGD trains").
+TRAINED_PARAMETERS = ("all", "bias", "bias+norm")
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,7 @@ class DPConfig(Section):
     physical_batch_size: int | None = checked(integer(minimum=1, nullable=True))
     grad_sample_mode: str = checked(choice(*GRAD_SAMPLE_MODES))
     freeze_embeddings: bool = checked(flag())
+    parameters: str = checked(choice(*TRAINED_PARAMETERS))
     max_chunks_per_user: int | None = checked(integer(minimum=1, nullable=True))
     secure_mode: bool = checked(flag())
     unit: str = checked(choice("chunk", "user"))  # of privacy: a chunk, or a user (patient-level DP, docs/dp.md)

@@ -106,3 +106,19 @@ def embeddings_tied_and_trained(model) -> bool:
     output = model.get_output_embeddings()
     weight = model.get_input_embeddings().weight
     return output is not None and output.weight is weight and weight.requires_grad
+
+
+def is_norm(model, name: str) -> bool:
+    module = model.get_submodule(name.rsplit(".", 1)[0])
+    return isinstance(module, torch.nn.LayerNorm)
+
+
+def train_only(model, parameters: str) -> None:
+    """Freezes what `train.dp.parameters` leaves out (TRAINED_PARAMETERS): `bias` keeps the bias terms (LayerNorm's
+    included), `bias+norm` the LayerNorm gains too, `all` everything the run already trains."""
+    if parameters == "all":
+        return
+    for name, parameter in model.named_parameters():
+        kept = name.endswith("bias") or (parameters == "bias+norm" and is_norm(model, name))
+        if not kept:
+            parameter.requires_grad_(False)

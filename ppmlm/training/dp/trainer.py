@@ -18,7 +18,13 @@ from ppmlm.errors import PPMLMError
 from ppmlm.features import FEATURE_COLUMNS
 from ppmlm.training.dp.accounting import GROUP_BOUND, PrivacyLedger, calibrate_noise, chunks_per_user, group_bound
 from ppmlm.training.dp.config import NORM_ONLY_MODES
-from ppmlm.training.dp.model import PerSampleMaskedLMLoss, embeddings_tied_and_trained, hf_layout, unshare_head_bias
+from ppmlm.training.dp.model import (
+    PerSampleMaskedLMLoss,
+    embeddings_tied_and_trained,
+    hf_layout,
+    train_only,
+    unshare_head_bias,
+)
 from ppmlm.training.dp.sampling import (
     CollateOrNone,
     PoissonChunkSampler,
@@ -75,6 +81,7 @@ class PrivateTrainer:
 
         if dp.freeze_embeddings:
             model.get_input_embeddings().weight.requires_grad_(False)
+        train_only(model, dp.parameters)
         if dp.grad_sample_mode == "ghost" and embeddings_tied_and_trained(model):
             raise PPMLMError("train.dp.grad_sample_mode=ghost: Opacus's ghost clipping cannot handle word embeddings "
                              "shared with the output projection (tied) while they are trained; set "
