@@ -18,9 +18,12 @@ The recipe's defaults (recipes/recipe/dp-user.yaml, dp.yaml) come from its outpu
    each `--lrs`, for `--epochs`, each audited on held-out tuning users; utility is the audit's masked whole-word
    accuracy on them. The same recipe without DP (its non-private batch and learning rate) and the warm start
    alone (no private training) frame it.
+3. **What DP-SGD trains.** `--parameters all bias+norm` repeats 1 and 2 for each train.dp.parameters subset: the
+   norms (and so C) are measured over that subset's parameters only.
 
     python bench/dp_sweep.py [--recipe dp-user] [--users 320] [--epochs 2] [--epsilon 8] [--batches 32 96]
-                             [--lrs 1e-4 3e-4 1e-3] [--clip-quantile 0.5] [--norm-users 24] [--set KEY=VALUE ...]
+                             [--lrs 1e-4 3e-4 1e-3] [--parameters all bias+norm] [--clip-quantile 0.5]
+                             [--norm-users 24] [--set KEY=VALUE ...]
 
 Runs live under --work (default runs/dp-sweep/); a finished run is reused. The last line is
 `dp_sweep_utility_ratio: X` (the best DP point's utility / the same recipe's without DP, on the tuning corpus).
@@ -77,7 +80,9 @@ def gradient_norms(model, features, collator, freeze_embeddings: bool, per_user:
     """L2 norms of the gradients DP-SGD would clip: of each chunk's mean masked-token loss, and of each user's sum of
     up to `per_user` of their chunks (drawn by `seed`), over the parameters DP-SGD trains (all, or all but the word
     embeddings, and of those `parameters`: train.dp.parameters); the same objective and mode as the DP trainer
-    (PerSampleMaskedLMLoss, Opacus per-sample hooks, dropout on)."""
+    (PerSampleMaskedLMLoss, Opacus per-sample hooks, dropout on). Also the users' agreement: the length of the mean
+    of their sums scaled to length 1 (1: all point one way; about 1/sqrt(users) at random), which with the trained
+    parameters' count d sets a DP step's signal to noise, about agreement * B / (sigma * sqrt(d)) (docs/dp.md)."""
     model.requires_grad_(True)
     if freeze_embeddings:
         model.get_input_embeddings().weight.requires_grad_(False)
@@ -89,7 +94,7 @@ def gradient_norms(model, features, collator, freeze_embeddings: bool, per_user:
     groups = list(chunks_by_user(features["user_id"]).values())
     picked = [[group[i] for i in torch.randperm(len(group), generator=generator)[:per_user or len(group)].tolist()]
               for group in groups]
-    chunk_norms, user_norms = [], []
+    chunk_norms, user_norms, directions = [], [], 0
     for chunks in picked:
         summed = None
         for start in range(0, len(chunks), batch):
@@ -103,8 +108,9 @@ def gradient_norms(model, features, collator, freeze_embeddings: bool, per_user:
             for p in module.parameters():
                 p.grad_sample = None
         user_norms.append(float(summed.norm()))
+        directions = directions + summed / summed.norm()
     module.remove_hooks()
-    return {"chunk": chunk_norms, "user": user_norms}
+    return {"chunk": chunk_norms, "user": user_norms, "agreement": float(directions.norm()) / len(picked)}
 
 
 def quantiles(values: list[float]) -> dict[float, float]:
@@ -132,12 +138,14 @@ def measure_norms(args, corpus_path: Path, parameters: str) -> dict:
                                       generator=torch.Generator().manual_seed(0))
     norms = gradient_norms(model, features, collator, cfg.train.dp.freeze_embeddings, cfg.train.dp.max_chunks_per_user,
                            parameters=parameters)
+    agreement = norms.pop("agreement")
     found = {unit: quantiles(values) for unit, values in norms.items()}
     print(f"gradient norms of the warm-started model on {len(members)} tuning users ({len(norms['chunk'])} chunks; "
           f"users summed over up to {cfg.train.dp.max_chunks_per_user or 'all'} chunks), parameters trained under DP "
           f"(train.dp.parameters={parameters}): {sum(p.numel() for p in model.parameters() if p.requires_grad):,}")
     for unit, cuts in found.items():
         print(f"  {unit}: " + ", ".join(f"q{round(q * 100)} {value:.3g}" for q, value in cuts.items()))
+    print(f"  users' agreement: {agreement:.3f} (at random about {len(members) ** -0.5:.3f})")
     return found
 
 

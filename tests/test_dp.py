@@ -252,6 +252,11 @@ def test_unknown_parameter_subset_is_refused():
         RunConfig.from_config(compose_config(["recipe=dp-user", "train.dp.parameters=adapters"]))
 
 
+def test_a_noise_multiplier_too_small_to_account_is_refused():
+    with pytest.raises(PPMLMError, match=r"train.dp.noise_multiplier=1e-06: expected a number at least 0.3 or null"):
+        RunConfig.from_config(compose_config(["recipe=dp-user", "train.dp.noise_multiplier=1e-6"]))
+
+
 @pytest.mark.parametrize("family", ["bert", "roberta"])
 def test_checkpoint_reloads_as_a_plain_hugging_face_model(family, tmp_path, bert_tokenizer, roberta_tokenizer):
     tokenizer = bert_tokenizer if family == "bert" else roberta_tokenizer

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import assert_float32_close
+from conftest import FLOAT32_EPS, assert_float32_close
 from transformers import AutoConfig, AutoModelForMaskedLM
 
 from ppmlm.config import RunConfig
@@ -51,7 +51,7 @@ def test_gradient_norms_are_those_of_each_chunk_and_of_each_users_sum(parameters
     else:
         assert {n for n, p in model.named_parameters() if p.requires_grad} == {
             n for n, _ in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n}
-    chunk_norms, user_norms = [], []
+    chunk_norms, user_norms, user_sums = [], [], []
     for chunks in users.values():
         picked = [chunks[i] for i in torch.randperm(len(chunks), generator=generator)[:2].tolist()]
         total = None
@@ -61,7 +61,11 @@ def test_gradient_norms_are_those_of_each_chunk_and_of_each_users_sum(parameters
             flat = torch.cat([g.flatten() for g in grads])
             chunk_norms.append(flat.norm())
             total = flat if total is None else total + flat
+        user_sums.append(total)
         user_norms.append(total.norm())
+    directions = sum(total / total.norm() for total in user_sums)
+    # a mean of unit vectors: each off by its sum's relative rounding (the tolerance below), at most twice over
+    assert norms["agreement"] == pytest.approx(float(directions.norm()) / 3, rel=0, abs=2 * 4096 * FLOAT32_EPS)
     for got, want, what in ((norms["chunk"], chunk_norms, "chunk"), (norms["user"], user_norms, "user")):
         want = torch.stack(want)
         assert_float32_close(torch.tensor(got), want, want, float(want.max()), what)

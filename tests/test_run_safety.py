@@ -58,7 +58,7 @@ def rerun(finished_run, tmp_path):
     ("data.train_users=everyone", "data.train_users=everyone: choose one of members, population"),
     ("data.audit_fraction=0.9", "their sum must stay below 1"),
     ("train.dp.enabled=true train.dp.accountant=gdp", "train.dp.accountant=gdp: choose one of rdp, prv"),
-    ("train.dp.enabled=true train.dp.noise_multiplier=0", "train.dp.noise_multiplier=0: expected a number above 0"),
+    ("train.dp.enabled=true train.dp.noise_multiplier=0", "train.dp.noise_multiplier=0: expected a number at least 0.3"),
     ("audit.enabled=true audit.maskings=0", "audit.maskings=0: expected an integer of at least 1"),
     ("audit.enabled=true audit.reference=nowhere", "audit.reference=nowhere: expected population, base, none or"),
 ])

@@ -21,13 +21,16 @@ NORM_ONLY_MODES = ("ghost", "fast")  # clip from per-chunk norms: never hold the
 # parameter while a user moves the sum by at most C: on a cohort of hundreds, only a few tens of thousands of parameters
 # leave the private steps a signal above the noise (docs/dp.md "What DP-SGD trains").
 TRAINED_PARAMETERS = ("all", "bias", "bias+norm")
+# below it epsilon is in the tens at any sampling rate (a guarantee in name only) and Opacus's PRV accountant overflows
+# (it tried to allocate petabytes at 1e-6): a run without noise is train.dp.enabled=false
+MIN_NOISE_MULTIPLIER = 0.3
 
 
 @dataclass(frozen=True)
 class DPConfig(Section):
     enabled: bool = checked(flag())
     target_epsilon: float | None = checked(number(low=0, low_open=True, nullable=True))  # unless noise_multiplier
-    noise_multiplier: float | None = checked(number(low=0, low_open=True, nullable=True))
+    noise_multiplier: float | None = checked(number(low=MIN_NOISE_MULTIPLIER, nullable=True))
     delta: float = checked(number(low=0, high=1, low_open=True, high_open=True))
     max_grad_norm: float = checked(number(low=0, low_open=True))  # C: each chunk's gradient is clipped to it
     accountant: str = checked(choice(*ACCOUNTANT_NAMES))
