@@ -19,6 +19,9 @@ docs/results/runs/ (figures only: no terms, no user ids).
         --set train.max_length=512 model.name_or_path=/models/roberta-large \\
         --launcher "accelerate launch --multi_gpu --num_processes 8"   # paper settings on GPUs
 
+With `--jobs N` the reference models, then the runs, train N at a time in separate processes: one GPU holds several
+of these small runs (on a few CPU cores keep 1). The longer runs still start last.
+
 Runs live under --work (default runs/results/); a finished run (its last epoch audited) is reused, an
 interrupted one resumes, so the command can be stopped and started again.
 """
@@ -30,6 +33,8 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -114,11 +119,12 @@ def finished(run: Run) -> bool:
     return directory.audit_of(run.epochs).exists()
 
 
-def train(run: Run, launcher: list[str]) -> None:
-    """Runs train.py for one configuration (resuming it if it was interrupted); its output goes to <run>.log beside it."""
+def train(run: Run, launcher: list[str]) -> str | None:
+    """Runs train.py for one configuration (resuming it if it was interrupted); its output goes to <run>.log beside it.
+    Returns what failed, or None."""
     if finished(run):
         print(f"[{run.domain}] {run.name}: done already ({run.directory})", flush=True)
-        return
+        return None
     log_path = run.directory.with_name(f"{run.directory.name}.log")  # beside the run: ppmlm claims its directory whole
     log_path.parent.mkdir(parents=True, exist_ok=True)
     command = [*launcher, str(ROOT / "train.py"), *run.overrides, f"output_dir={run.directory}"]
@@ -127,8 +133,29 @@ def train(run: Run, launcher: list[str]) -> None:
         done = subprocess.run(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                               env=dict(os.environ, TOKENIZERS_PARALLELISM="false"))
     if done.returncode != 0:
-        sys.exit(f"bench/results.py: {run.domain} {run.name} failed (exit {done.returncode}); "
-                 f"see {log_path}")
+        return f"{run.domain} {run.name} failed (exit {done.returncode}); see {log_path}"
+    print(f"[{run.domain}] {run.name}: done", flush=True)
+    return None
+
+
+def train_all(runs: list[Run], launcher: list[str], jobs: int) -> None:
+    """Trains `runs` in order, `jobs` at a time; after a failure no further run starts, and the command exits
+    once the running ones end."""
+    failures: list[str] = []
+    failed = threading.Event()
+
+    def one(run: Run) -> None:
+        if failed.is_set():
+            return
+        failure = train(run, launcher)
+        if failure:
+            failures.append(failure)
+            failed.set()
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(one, runs))
+    if failures:
+        sys.exit("bench/results.py: " + "; ".join(failures))
 
 
 def collect(run: Run) -> dict:
@@ -633,7 +660,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--set", nargs="*", default=[], help="Hydra overrides for every run, e.g. train.max_length=512")
     parser.add_argument("--launcher", default=sys.executable, help='e.g. "accelerate launch --multi_gpu --num_processes 8"')
     parser.add_argument("--report-only", action="store_true", help="only rewrite the report from finished runs")
+    parser.add_argument("--jobs", type=int, default=1, help="runs trained side by side, each in its own process")
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs {args.jobs}: at least 1")
     if args.long_domains and not set(args.long_domains) <= set(args.domains):
         parser.error(f"--long-domains {' '.join(args.long_domains)}: each must be one of --domains ({' '.join(args.domains)})")
     return args
@@ -644,8 +674,8 @@ def main() -> None:
     references, runs = plan_runs(args)
     launcher = shlex.split(args.launcher)
     if not args.report_only:
-        for run in [*references, *runs]:
-            train(run, launcher)
+        train_all(references, launcher, args.jobs)  # every run's audit reads its domain's reference
+        train_all(runs, launcher, args.jobs)
     unfinished = [run for run in runs if not finished(run)]
     runs = [run for run in runs if finished(run)]
     if not runs:

@@ -31,3 +31,33 @@ def test_a_longer_domain_outside_the_compared_ones_is_refused(capsys):
     with pytest.raises(SystemExit):
         results.parse_args(["--domains", "clinical", "--long-epochs", "12", "--long-domains", "legal"])
     assert "--long-domains legal: each must be one of --domains (clinical)" in capsys.readouterr().err
+
+
+# A stand-in for train.py's command line: exits 3 for the run directory named "broken", 0 for the others.
+EXIT_BY_RUN = ("import sys; out = next(a for a in sys.argv if a.startswith('output_dir=')); "
+               "sys.exit(3 if out.endswith('broken') else 0)")
+
+
+def planned(tmp_path, *names):
+    return [results.Run("clinical", name, [f"recipe={name}"], tmp_path / name, 4) for name in names]
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_every_run_is_trained_with_jobs_side_by_side(tmp_path, jobs):
+    runs = planned(tmp_path, "mlm", "ppmlm", "dp")
+    results.train_all(runs, [sys.executable, "-c", EXIT_BY_RUN], jobs)
+    assert all(run.directory.with_name(f"{run.name}.log").exists() for run in runs)
+
+
+def test_after_a_failure_no_further_run_starts_and_the_command_names_it(tmp_path):
+    runs = planned(tmp_path, "mlm", "broken", "dp")
+    with pytest.raises(SystemExit) as stop:
+        results.train_all(runs, [sys.executable, "-c", EXIT_BY_RUN], 1)
+    assert "clinical broken failed (exit 3)" in str(stop.value)
+    assert (tmp_path / "mlm.log").exists() and not (tmp_path / "dp.log").exists()
+
+
+def test_jobs_below_one_are_refused(capsys):
+    with pytest.raises(SystemExit):
+        results.parse_args(["--jobs", "0"])
+    assert "--jobs 0: at least 1" in capsys.readouterr().err
