@@ -119,6 +119,37 @@ def finished(run: Run) -> bool:
     return directory.audit_of(run.epochs).exists()
 
 
+MACHINES = "machines.json"  # in --work: the machine that trained each run, which the report's Setup names
+_machines_lock = threading.Lock()
+
+
+def this_machine(jobs: int) -> str:
+    gpu = gpu_name()
+    return f"{os.cpu_count()} CPU cores" + (f", {gpu}" if gpu else "") + (f", {jobs} runs side by side" if jobs > 1 else "")
+
+
+def record_machine(work: Path, run: Run, machine: str) -> None:
+    path = work / MACHINES
+    with _machines_lock:
+        machines = json.loads(path.read_text()) if path.exists() else {}
+        machines[str(run.directory.relative_to(work))] = machine
+        partial = path.with_suffix(".json.partial")
+        partial.write_text(json.dumps(machines, indent=1, sort_keys=True))
+        partial.replace(path)
+
+
+def machines_of(work: Path, runs: list[Run]) -> str:
+    """The machines that trained `runs`, with how many each (a --report-only run may be on another machine)."""
+    path = work / MACHINES
+    machines = json.loads(path.read_text()) if path.exists() else {}
+    counts: dict[str, int] = {}
+    for run in runs:
+        machine = machines.get(str(run.directory.relative_to(work)), "not recorded")
+        counts[machine] = counts.get(machine, 0) + 1
+    ordered = sorted(counts.items(), key=lambda item: -item[1])
+    return "; ".join(f"{machine} ({count} run{'s' * (count != 1)})" for machine, count in ordered)
+
+
 def train(run: Run, launcher: list[str]) -> str | None:
     """Runs train.py for one configuration (resuming it if it was interrupted); its output goes to <run>.log beside it.
     Returns what failed, or None."""
@@ -138,19 +169,23 @@ def train(run: Run, launcher: list[str]) -> str | None:
     return None
 
 
-def train_all(runs: list[Run], launcher: list[str], jobs: int) -> None:
-    """Trains `runs` in order, `jobs` at a time; after a failure no further run starts, and the command exits
-    once the running ones end."""
+def train_all(runs: list[Run], launcher: list[str], jobs: int, work: Path) -> None:
+    """Trains `runs` in order, `jobs` at a time, and records the machine of each; after a failure no further run
+    starts, and the command exits once the running ones end."""
     failures: list[str] = []
     failed = threading.Event()
+    machine = this_machine(jobs)
 
     def one(run: Run) -> None:
         if failed.is_set():
             return
+        trained_now = not finished(run)
         failure = train(run, launcher)
         if failure:
             failures.append(failure)
             failed.set()
+        elif trained_now:
+            record_machine(work, run, machine)
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         list(pool.map(one, runs))
@@ -504,7 +539,7 @@ def write_report(args, runs: list[Run], unfinished: list[Run]) -> None:
         f"- Audit after every epoch: {resolution([runs[0].record])}",
         "- Likelihood-ratio reference: one plain-MLM model per corpus trained on its population users, shared by every "
         "recipe, so that all face the same attacker.",
-        f"- Machine: {os.cpu_count()} CPU cores{', ' + gpu_name() if gpu_name() else ''}. Run minutes (tables): from a run's "
+        f"- Machine: {machines_of(args.work, runs)}. Run minutes (tables): from a run's "
         "data being ready to its last audit, training and audits included; "
         f"{sum(r.record['wall_seconds'] for r in runs) / 60:.0f} minutes over the {len(runs)} runs reported, plus the "
         "reference models and each run's start-up. Training seconds count the optimizer steps alone.",
@@ -674,8 +709,8 @@ def main() -> None:
     references, runs = plan_runs(args)
     launcher = shlex.split(args.launcher)
     if not args.report_only:
-        train_all(references, launcher, args.jobs)  # every run's audit reads its domain's reference
-        train_all(runs, launcher, args.jobs)
+        train_all(references, launcher, args.jobs, args.work)  # every run's audit reads its domain's reference
+        train_all(runs, launcher, args.jobs, args.work)
     unfinished = [run for run in runs if not finished(run)]
     runs = [run for run in runs if finished(run)]
     if not runs:

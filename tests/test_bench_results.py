@@ -45,14 +45,18 @@ def planned(tmp_path, *names):
 @pytest.mark.parametrize("jobs", [1, 3])
 def test_every_run_is_trained_with_jobs_side_by_side(tmp_path, jobs):
     runs = planned(tmp_path, "mlm", "ppmlm", "dp")
-    results.train_all(runs, [sys.executable, "-c", EXIT_BY_RUN], jobs)
+    results.train_all(runs, [sys.executable, "-c", EXIT_BY_RUN], jobs, tmp_path)
     assert all(run.directory.with_name(f"{run.name}.log").exists() for run in runs)
+    # the report names the machine that trained the runs, not the one that writes it
+    machine = results.this_machine(jobs)
+    assert results.machines_of(tmp_path, runs) == f"{machine} (3 runs)"
+    assert results.machines_of(tmp_path, [*runs, *planned(tmp_path, "mlma")]) == f"{machine} (3 runs); not recorded (1 run)"
 
 
 def test_after_a_failure_no_further_run_starts_and_the_command_names_it(tmp_path):
     runs = planned(tmp_path, "mlm", "broken", "dp")
     with pytest.raises(SystemExit) as stop:
-        results.train_all(runs, [sys.executable, "-c", EXIT_BY_RUN], 1)
+        results.train_all(runs, [sys.executable, "-c", EXIT_BY_RUN], 1, tmp_path)
     assert "clinical broken failed (exit 3)" in str(stop.value)
     assert (tmp_path / "mlm.log").exists() and not (tmp_path / "dp.log").exists()
 
