@@ -34,6 +34,7 @@ import shlex
 import subprocess
 import sys
 import threading
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,12 +143,8 @@ def machines_of(work: Path, runs: list[Run]) -> str:
     """The machines that trained `runs`, with how many each (a --report-only run may be on another machine)."""
     path = work / MACHINES
     machines = json.loads(path.read_text()) if path.exists() else {}
-    counts: dict[str, int] = {}
-    for run in runs:
-        machine = machines.get(str(run.directory.relative_to(work)), "not recorded")
-        counts[machine] = counts.get(machine, 0) + 1
-    ordered = sorted(counts.items(), key=lambda item: -item[1])
-    return "; ".join(f"{machine} ({count} run{'s' * (count != 1)})" for machine, count in ordered)
+    counts = Counter(machines.get(str(run.directory.relative_to(work)), "not recorded") for run in runs)
+    return "; ".join(f"{machine} ({count} run{'s' * (count != 1)})" for machine, count in counts.most_common())
 
 
 def train(run: Run, launcher: list[str]) -> str | None:
