@@ -71,23 +71,27 @@ def freed_memory_kept() -> Iterator[None]:
     Training does not use it: over 8 steps of all-MiniLM-L6-v2 (16 chunks of 128 tokens, one thread) it saved
     about a tenth of the CPU time but raised the peak resident memory from 2.2 to 2.8-3.1 GiB, the heap
     fragmenting around the gradients' larger blocks (2026-11-26, 2 runs each)."""
-    if _GLIBC is None:
+    # the clean-up holds its own references: a generator left open inside the block (`spans` not read to its end)
+    # is closed when the interpreter exits, after this module's globals are gone
+    glibc, kept = _GLIBC, _memory_kept
+    defaults = ((M_MMAP_THRESHOLD, GLIBC_DEFAULT_THRESHOLD), (M_TRIM_THRESHOLD, GLIBC_DEFAULT_THRESHOLD))
+    if glibc is None:
         yield
         return
-    with _memory_kept["lock"]:
-        if _memory_kept["depth"] == 0:
-            _GLIBC.mallopt(M_MMAP_THRESHOLD, KEPT_MMAP_THRESHOLD)
-            _GLIBC.mallopt(M_TRIM_THRESHOLD, KEPT_TRIM_THRESHOLD)
-        _memory_kept["depth"] += 1
+    with kept["lock"]:
+        if kept["depth"] == 0:
+            glibc.mallopt(M_MMAP_THRESHOLD, KEPT_MMAP_THRESHOLD)
+            glibc.mallopt(M_TRIM_THRESHOLD, KEPT_TRIM_THRESHOLD)
+        kept["depth"] += 1
     try:
         yield
     finally:
-        with _memory_kept["lock"]:
-            _memory_kept["depth"] -= 1
-            if _memory_kept["depth"] == 0:
-                _GLIBC.mallopt(M_MMAP_THRESHOLD, GLIBC_DEFAULT_THRESHOLD)
-                _GLIBC.mallopt(M_TRIM_THRESHOLD, GLIBC_DEFAULT_THRESHOLD)
-                _GLIBC.malloc_trim(0)
+        with kept["lock"]:
+            kept["depth"] -= 1
+            if kept["depth"] == 0:
+                for option, value in defaults:
+                    glibc.mallopt(option, value)
+                glibc.malloc_trim(0)
 
 
 class Terminated(BaseException):

@@ -208,6 +208,8 @@ def test_statutes_and_generic_court_titles_are_not_identifiers(balanced, text):
     assert tagged(balanced, text) == []
 
 
-def test_named_courts_and_parties_stay_identifiers(balanced):
-    pairs = tagged(balanced, "PW-3 Ramesh Kumar deposed before the High Court of Punjab at Chandigarh.")
-    assert ("Ramesh Kumar", "NAME") in pairs and any("Punjab" in text for text, _ in pairs)
+def test_parties_and_a_district_courts_town_stay_identifiers_a_high_courts_state_does_not(balanced):
+    """A district's town narrows a case down; the state of a High Court is shared by all the cases heard there."""
+    pairs = tagged(balanced, "PW-3 Ramesh Kumar deposed before the learned Additional Sessions Judge, Karnal.")
+    assert ("Ramesh Kumar", "NAME") in pairs and any("Karnal" in text for text, _ in pairs), pairs
+    assert tagged(balanced, "PW-3 Ramesh Kumar deposed before the High Court of Punjab.") == [("Ramesh Kumar", "NAME")]

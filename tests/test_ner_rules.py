@@ -58,12 +58,63 @@ CLINICAL_PHRASES = [
     "ICU MD in to see pt", "Renal MD at bedside", "works at a group home", "works at the support group",
     # a lower-case "new" or direction before an everyday word is no town, even after "to"
     "moved to new room", "pt to new bed", "changed to new foley", "transferred to west wing", "home to new dawn",
+    # a surname that is an everyday word after a context that precedes both ("w/", "per", "called")
+    "given x1 w/ good effect.", "W/ GOOD EFFECT", "d/w hope, wife", "per may", "W/ SMALL BOWEL OBSTRUCTION",
+    "the signed master services agreement",
+    # numbers written like a month and day: pain scores, ventilator settings, strength and murmur grades, fractions
+    "c/o pain 8/10, medicated", "rates pain 6/10", "PAIN:3/10", "Pain score 4/10", "PS 10/5", "CPAP 5/5 FIO2 .4",
+    "on cpap 10/5 overnight", "BIPAP 12/5", "peep 5/5", "strength 5/5 all ext", "MAE 4/5", "RUE 4/5, LUE 3/5",
+    "5/5 throughout", "grips 4/5 bilat", "2/6 SEM", "grade 3/6 murmur", "bld cx 2/4 bottles positive",
+    "D5 1/2 NS @ 75", "ON 1/2NS", "give 1/2 tab", "1/2 strength", "2/3 of dose given", "MOTOR 5/5 BUE, 4/5 BLE.",
+    "goals discussed w/ HCP today",
+    # where a patient is placed: kinds of care, services and units, not a named facility
+    "d/c to home w/ services", "discharged to floor", "discharged to TCU", "screened by PT", "screened by case management",
+    "bed offer at rehab", "referral sent to PCP", "going to CT when bed ready", "d/c to LTAC when bed available",
+    "accepted by ortho", "screened by nsurg", "transfer to floor when bed available",
+    # after "called" / "paged": counts and services, not wards or names
+    "called pharmacy 3 times", "called renal 2x", "report given to rn 2", "paged neuro", "paged micu team", "paged cards.",
+    "paged nsurg x2", "paged ortho re: films", "paged nightfloat x2", "d/w housestaff", "d/w family.", "notified hcp.",
+    "paged again x2", "PAGED RESIDENT X2", "spoke w/ pharmacy.",
+    # a route that is no road
+    "Route: PO", "I-131 therapy",
 ]
 
 
 @pytest.mark.parametrize("text", CLINICAL_PHRASES)
 def test_common_clinical_phrases_are_not_identifiers(ner, text):
     assert tagged(ner, text) == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("admitted on 3/10 w/ CP", "3/10"), ("ECHO 3/12: EF 30%", "3/12"), ("LAST BM 11/28, GIVEN COLACE", "11/28"),
+    ("seen 4/2 in clinic", "4/2"), ("due 3/12 for f/u", "3/12"), ("DOB 4/12/1931", "4/12/1931"),
+    ("pain since 3/10", "3/10"),  # the score's context must stand right before the number
+])
+def test_a_month_and_day_away_from_scores_and_settings(ner, text, expected):
+    assert (expected, "DATE") in tagged(ner, text), tagged(ner, text)
+
+
+@pytest.mark.parametrize("text, expected, label", [
+    ("PT TO GO TO SPAULDING WHEN BED AVAILABLE.", "SPAULDING", "HOSPITAL"),
+    ("screened by youville today", "youville", "HOSPITAL"), ("bed offer from Sherrill, awaiting", "Sherrill", "HOSPITAL"),
+    ("ADMITTED FROM NORWOOD HOSP W/ UROSEPSIS", "NORWOOD HOSP", "HOSPITAL"), ("to norwood hosp", "norwood hosp", "HOSPITAL"),
+    ("follows with dr. chen at joslin for DM.", "joslin", "HOSPITAL"),
+    ("Pt's PCP is Dr. Shapiro at Harvard Vanguard.", "Harvard Vanguard", "HOSPITAL"),
+    ("called ellison 8 for report", "ellison 8", "LOCATION"), ("report given to farr 4 rn", "farr 4", "LOCATION"),
+    ("paged castellano x2 re: k 3.1.", "castellano", "NAME"), ("D/W OYELARAN, WHO AGREES", "OYELARAN", "NAME"),
+    ("brought from Dunkin Donuts on Route 9.", "Route 9", "LOCATION"), ("MVC on I-93 north", "I-93", "LOCATION"),
+    ("MI in 89 and again in 95.", "89 and again in 95", "DATE"),
+])
+def test_the_forms_of_a_hand_written_probe(ner, text, expected, label):
+    """Forms found by running lines written like real ICU notes (not by the generator) through the defaults."""
+    assert (expected, label) in tagged(ner, text), tagged(ner, text)
+
+
+@pytest.mark.parametrize("text, expected", [("wife hope called", "hope"), ("spoke w/ Hope", "Hope"), ("per smith", "smith"),
+                                                   ("his grandmother was called Crystal Murdock", "Crystal Murdock")])
+def test_a_name_after_a_relation_or_a_weak_context(ner, text, expected):
+    """A relation vouches for an everyday word as a name; "w/" or "per" only for a name that is no everyday word."""
+    assert (expected, "NAME") in tagged(ner, text), tagged(ner, text)
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -131,8 +182,9 @@ def test_an_institution_acronym_in_context(ner, text, expected):
     assert (expected, "HOSPITAL") in tagged(ner, text), tagged(ner, text)
 
 
-@pytest.mark.parametrize("text", ["Dr. Smith at RUL", "Dr. Smith of CCU", "DR. SMITH AT BEDSIDE"])
-def test_no_institution_after_a_clinician_where_a_clinical_acronym_follows(ner, text):
+@pytest.mark.parametrize("text", ["Dr. Smith at RUL", "Dr. Smith of CCU", "DR. SMITH AT BEDSIDE", "Dr. Smith at Bedside",
+                                  "PCP Dr. Lee at Rounds today", "dr. jones at rounds", "dr smith at 1400"])
+def test_no_institution_after_a_clinician_at_a_clinical_acronym_a_time_or_the_bedside(ner, text):
     assert [label for _, label in tagged(ner, text) if label == "HOSPITAL"] == [], tagged(ner, text)
 
 
@@ -357,3 +409,27 @@ def test_no_indian_judgment_rule_fires_on_the_state_courts_statutes_or_clinical_
     assert [(e.text, e.ent_id_) for e in ner.nlp(text).ents if e.ent_id_ in new_rules] == []
     if text.startswith(("STATE", "VERSUS")):
         assert tagged(ner, text) == []
+
+
+@pytest.mark.parametrize("text", [
+    "The High Court of Punjab and Haryana dismissed the revision petition.",
+    "The State of Haryana through its Secretary has filed the reply.", "IN THE SUPREME COURT OF INDIA",
+    "The Supreme Court of India in a catena of decisions has held so.", "the State of Maharashtra filed an appeal",
+    "HIGH COURT OF MADHYA PRADESH AT JABALPUR",
+    # "one" before a name only in a judgment, never before a sum, a kin word or an English word
+    "The appellant had one Hindu Undivided Family property.", "the deceased had one Son and one Daughter",
+    "one Court witness, the accused said",
+])
+def test_a_state_or_court_of_a_judgment_is_no_identifier(ner, text):
+    """An Indian state as a party or as a court's seat is shared by every case heard there (jurisdictions.txt)."""
+    assert tagged(ner, text) == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Ramesh Kumar v. State of Haryana, Criminal Appeal No. 412 of 2009.", [("Ramesh Kumar", "NAME"), ("412 of 2009", "ID")]),
+    ("The husband of the appellant, one Dinesh, had left.", [("Dinesh", "NAME")]),
+    ("the accused had borrowed money from one Smt. Kamla Devi.", [("Kamla Devi", "NAME")]),
+    ("pt is from India", [("India", "LOCATION")]),  # a state or a country away from a court's title stays a place
+])
+def test_parties_and_places_beside_a_jurisdiction(ner, text, expected):
+    assert tagged(ner, text) == expected

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import ctypes
 import platform
+import sys
 
 import numpy as np
 import pytest
+from conftest import finish_watched, start_watched
 
 from ppmlm.processes import freed_memory_kept
 
@@ -46,3 +48,14 @@ def test_large_blocks_come_from_the_heap_inside_and_from_mmap_again_after():
         assert _mapped_while_held() == 0
     assert _mapped_while_held() >= BLOCK
 
+
+
+def test_a_backend_read_in_part_exits_quietly(tmp_path):
+    """`spans` of the NER backend not read to its end leaves a generator suspended inside `freed_memory_kept`; the
+    interpreter closes it at exit, when module globals may already be gone: its clean-up must not raise then."""
+    script = ("from ppmlm.identifiers.ner import load_ner\n"
+              "spans = load_ner('default').spans(['Dr. Smith saw the pt.', 'Wife Mary called.'])\n"
+              "print(next(spans))\n")
+    process = start_watched([sys.executable, "-c", script], tmp_path / "exit.log")
+    output = finish_watched(process, timeout=300)
+    assert process.returncode == 0 and "Exception ignored" not in output, output

@@ -38,6 +38,8 @@ class Filters:
         self.names = read_lists(model_dir, config.get("names", ()))
         self.institution_words = frozenset(config.get("institution_words", ()))
         self.legal_terms = read_lists(model_dir, config.get("legal_terms", ()))
+        self.jurisdictions = read_lists(model_dir, config.get("jurisdictions", ()))
+        self._jurisdiction_words = frozenset(word for name in self.jurisdictions for word in name.split()) - {"and", "of"}
         self.statute_words = read_lists(model_dir, config.get("statute_words", ()))
         self.stoplist = frozenset()
         if config.get("stoplist"):
@@ -47,7 +49,9 @@ class Filters:
     def rule_span(self, ent):
         """Trim title/relation words and edge punctuation from NAME and HOSPITAL rule spans ("Dr." in
         "Dr. Smith": its term would otherwise be blacklisted with the name), and drop institution
-        keywords used as adjectives ("mean hospital stay")."""
+        keywords used as adjectives ("mean hospital stay"), and drop a state named as a party or a court's seat."""
+        if self._jurisdiction(ent):
+            return None
         if ent.label_ not in (NAME, HOSPITAL):
             return ent
         doc = ent.doc
@@ -98,12 +102,38 @@ class Filters:
             return False  # "the Indian Penal Code", "Federal Rules of Civil Procedure": a statute
         if words and all(w in self.legal_terms or t.is_stop for w, t in zip(words, tokens)):
             return False  # "the High Court", "the Division Bench": a court title used generically
+        if self._jurisdiction(ent):
+            return False
         if words and all(w in self.english_words and w not in self.names for w in words) and not any(
                 w in self.institution_words for w in words):
             return False  # "Bowel", "Progress Note": English words, none a name ("Mercy Hospital" stays)
         if all(t.lower in context.lower_words for t in tokens if t.is_alpha):
             return False  # "Traumatic ..." at a sentence start, written "traumatic" elsewhere in the text
         return True
+
+    def _jurisdiction(self, ent) -> bool:
+        """"State of Haryana", "the High Court of Punjab and Haryana", "India" of "Supreme Court of India": a state
+        (`jurisdictions`) after a court's or the State's title, in the span or just before it. It is a party or the
+        court of every case heard there and identifies no one; "left for Haryana" stays a place."""
+        if not self.jurisdictions:
+            return False
+        words = [t.lower_.replace(".", "") for t in ent if t.text.strip(".,")]
+        titled = False
+        while words and (words[0] in self.legal_terms or words[0] in ("the", "of")):
+            titled = titled or words[0] == "of"
+            words.pop(0)
+        while words and (words[-1] in self.legal_terms or words[-1] == "no"):  # "Haryana, Criminal Appeal No."
+            words.pop()
+        if not titled:  # the title just before the span: "State of [Haryana]", "High Court of Punjab and [Haryana]"
+            doc, i = ent.doc, ent.start - 1
+            if i > 0 and doc[i].lower_ in ("and", "&"):
+                i -= 1
+                while i > 0 and doc[i].lower_.replace(".", "") in self._jurisdiction_words:
+                    i -= 1
+            titled = i > 0 and doc[i].lower_ == "of" and doc[i - 1].lower_ in self.legal_terms
+        rest = " ".join(words)
+        return titled and bool(rest) and (rest in self.jurisdictions or all(
+            part in self.jurisdictions for part in re.split(r" (?:and|at|&) ", rest)))
 
     def _statute_year(self, ent) -> bool:
         """"Industrial Disputes Act, 1947": the year that names a statute."""

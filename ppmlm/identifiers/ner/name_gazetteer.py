@@ -20,8 +20,10 @@ class NameGazetteer:
 
     A name that is also a common English or clinical word (`common_words`: "May", "Hope", "Ward",
     "Walker") counts only with context: a name beside it ("Bill Smith"), a name context before it ("wife",
-    "spoke with", "per"), a credential after it ("RN"), or a capital inside mixed-case text away from a
-    sentence start (not for `always_capitalised` words: "in May"). Other names count capitalised, in
+    "dr"), a credential after it ("RN"), or a capital inside mixed-case text away from a sentence start (not
+    for `always_capitalised` words: "in May"). The `weak_context_before` words ("w/", "per", "called") precede
+    names and everyday words alike: they vouch for a common word only capitalised ("called Crystal", not "w/ good
+    effect", "W/ SMALL BOWEL"). Other names count capitalised, in
     capitals, and in lower case in lower-case text or with context (`lower_case: "anywhere"` accepts them
     everywhere). Names listed in `stoplist` or followed by an eponym noun ("Murphy sign") never count.
 
@@ -42,6 +44,7 @@ class NameGazetteer:
         self.excluded = excluded | frozenset(eponym_nouns)
         self.common = read_words(model_dir / config["common_words"])
         self.context_before = frozenset(config.get("context_before", ()))
+        self.weak_context_before = frozenset(config.get("weak_context_before", ()))
         self.context_after = frozenset(config.get("context_after", ()))
         self.eponym_nouns = frozenset(eponym_nouns)
         self.lower_case = config.get("lower_case", "context")
@@ -142,8 +145,8 @@ class NameGazetteer:
         """Whether the token is a name on its own evidence (without a name beside it)."""
         if i + 1 < len(doc) and doc[i + 1].lower_ in self.eponym_nouns:
             return False
-        context = self._context(doc, i)
         ambiguous = token.lower_ in self.common or len(token) < 3
+        context = self._context(doc, i, weak_vouches=not ambiguous or token.is_title)
         if token.is_title:
             if context or (not sentence_start(doc, i) and not doc[i + 1:i + 2].text.istitle()
                            and token.lower_ not in self.always_capitalised):
@@ -155,13 +158,15 @@ class NameGazetteer:
             return context or (not ambiguous and (self.lower_case == "anywhere" or context_of_doc.lower_case))
         return False
 
-    def _context(self, doc, i: int) -> bool:
+    def _context(self, doc, i: int, weak_vouches: bool = True) -> bool:
         before = doc[i - 1].lower_ if i else ""
         if before in (",", ":") and i > 1:
             before = doc[i - 2].lower_
         after = doc[i + 1].lower_ if i + 1 < len(doc) else ""
         if after == "," and i + 2 < len(doc):
             after = doc[i + 2].lower_
+        if not weak_vouches and before in self.weak_context_before:
+            before = ""
         return before in self.context_before or after in self.context_after
 
     @staticmethod
