@@ -66,7 +66,10 @@ CLINICAL_PHRASES = [
     "on cpap 10/5 overnight", "BIPAP 12/5", "peep 5/5", "strength 5/5 all ext", "MAE 4/5", "RUE 4/5, LUE 3/5",
     "5/5 throughout", "grips 4/5 bilat", "2/6 SEM", "grade 3/6 murmur", "bld cx 2/4 bottles positive",
     "D5 1/2 NS @ 75", "ON 1/2NS", "give 1/2 tab", "1/2 strength", "2/3 of dose given", "MOTOR 5/5 BUE, 4/5 BLE.",
-    "goals discussed w/ HCP today",
+    "goals discussed w/ HCP today", "2/2 BLD CX + GPC IN CLUSTERS.",
+    # times of day written as years would be
+    "recheck at 2000", "lasix given at 1900", "at 2030 pt c/o pain", "2000: pt resting", "lasix 40 mg given @ 2000",
+    "NPN 1900-0700: pt slept well", "rt 3 fingers",
     # where a patient is placed: kinds of care, services and units, not a named facility
     "d/c to home w/ services", "discharged to floor", "discharged to TCU", "screened by PT", "screened by case management",
     "bed offer at rehab", "referral sent to PCP", "going to CT when bed ready", "d/c to LTAC when bed available",
@@ -103,7 +106,8 @@ def test_a_month_and_day_away_from_scores_and_settings(ner, text, expected):
     ("called ellison 8 for report", "ellison 8", "LOCATION"), ("report given to farr 4 rn", "farr 4", "LOCATION"),
     ("paged castellano x2 re: k 3.1.", "castellano", "NAME"), ("D/W OYELARAN, WHO AGREES", "OYELARAN", "NAME"),
     ("brought from Dunkin Donuts on Route 9.", "Route 9", "LOCATION"), ("MVC on I-93 north", "I-93", "LOCATION"),
-    ("MI in 89 and again in 95.", "89 and again in 95", "DATE"),
+    ("MI in 89 and again in 95.", "89 and again in 95", "DATE"), ("MVC on Rt 128.", "Rt 128", "LOCATION"),
+    ("MI in 2000, CABG 1998", "2000", "DATE"), ("MI in 2000, CABG 1998", "1998", "DATE"),
 ])
 def test_the_forms_of_a_hand_written_probe(ner, text, expected, label):
     """Forms found by running lines written like real ICU notes (not by the generator) through the defaults."""

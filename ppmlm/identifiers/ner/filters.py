@@ -10,6 +10,9 @@ from ppmlm.identifiers.ner.model_dir import read_lists
 
 # a letter next to a digit, or a slash: E1a, DR4, U/mL
 _CODE = re.compile(r"[^\W\d_]\d|\d[^\W\d_]|/")
+# a 24-hour clock time, which notes write as a year would be: 0700, 1900, 2030
+_CLOCK = re.compile(r"(?:[01]\d|2[0-3])[0-5]\d")
+_SHIFT = re.compile(rf"{_CLOCK.pattern}[ \t]*[-–][ \t]*{_CLOCK.pattern}")  # a shift's hours: 1900-0700
 # a short word with a capital after a lower-case letter and another capital: IgG, HBsAg, GnRH (not McKay)
 _INNER_CAPS = re.compile(
     r"^(?!Mc|Mac|O'|D'|De|Di|Du|La|Le|Van|Von)(?=\w*[a-z][A-Z])(?=(?:\w*[A-Z]){2})\w{2,7}$"
@@ -32,6 +35,7 @@ class Filters:
         self.date_evidence = re.compile(evidence) if evidence else None
         self.name_prefixes = frozenset(config.get("name_prefixes", ()))
         self.hospital_not_before = frozenset(config.get("hospital_not_before", ()))
+        self.time_before = frozenset(config.get("time_before", ()))
         self.eponym_nouns = frozenset(config.get("eponym_nouns", ()))
         self.common_words = read_lists(model_dir, config.get("common_words", ()))
         self.english_words = read_lists(model_dir, config.get("english_words", ()))
@@ -71,7 +75,7 @@ class Filters:
         label = ent.label_
         if label == "DATE":
             evidence = self.date_evidence is None or self.date_evidence.search(ent.text) is not None
-            return evidence and not self._statute_year(ent)
+            return evidence and not self._statute_year(ent) and not self._clock_time(ent)
         if label not in self.proper_labels:
             return True
         tokens = [t for t in ent if not t.is_punct]
@@ -134,6 +138,20 @@ class Filters:
         rest = " ".join(words)
         return titled and bool(rest) and (rest in self.jurisdictions or all(
             part in self.jurisdictions for part in re.split(r" (?:and|at|&) ", rest)))
+
+    def _clock_time(self, ent) -> bool:
+        """"at 2000", "@ 1900", "2000:", "1900-0700": a time of day that reads as a year; years in context ("MI in
+        2000", "since 1998") are the rules' spans, which this filter never sees. Off without `time_before`."""
+        doc = ent.doc
+        if not self.time_before:
+            return False
+        if _SHIFT.fullmatch(ent.text):
+            return True
+        if len(ent) != 1 or not _CLOCK.fullmatch(ent.text):
+            return False
+        before = doc[ent.start - 1].lower_ if ent.start else ""
+        after = doc[ent.end].lower_ if ent.end < len(doc) else ""
+        return before in self.time_before or after in (":", "-", "hrs", "hr", "h", "am", "pm")
 
     def _statute_year(self, ent) -> bool:
         """"Industrial Disputes Act, 1947": the year that names a statute."""
