@@ -52,8 +52,8 @@ class Filters:
 
     def rule_span(self, ent):
         """Trim title/relation words and edge punctuation from NAME and HOSPITAL rule spans ("Dr." in
-        "Dr. Smith": its term would otherwise be blacklisted with the name), and drop institution
-        keywords used as adjectives ("mean hospital stay"), and drop a state named as a party or a court's seat."""
+        "Dr. Smith": its term would otherwise be blacklisted with the name); drop institution keywords used
+        as adjectives ("mean hospital stay") and a state named as a party or a court's seat ("State of Haryana")."""
         if self._jurisdiction(ent):
             return None
         if ent.label_ not in (NAME, HOSPITAL):
@@ -142,13 +142,13 @@ class Filters:
     def _clock_time(self, ent) -> bool:
         """"at 2000", "@ 1900", "2000:", "1900-0700": a time of day that reads as a year; years in context ("MI in
         2000", "since 1998") are the rules' spans, which this filter never sees. Off without `time_before`."""
-        doc = ent.doc
         if not self.time_before:
             return False
         if _SHIFT.fullmatch(ent.text):
             return True
         if len(ent) != 1 or not _CLOCK.fullmatch(ent.text):
             return False
+        doc = ent.doc
         before = doc[ent.start - 1].lower_ if ent.start else ""
         after = doc[ent.end].lower_ if ent.end < len(doc) else ""
         return before in self.time_before or after in (":", "-", "hrs", "hr", "h", "am", "pm")
