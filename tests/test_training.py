@@ -3,13 +3,18 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
+from accelerate import PartialState
+from accelerate.utils.other import clean_state_dict_for_safetensors
 from conftest import TINY_MODEL, small_corpus, train_killed_in_epoch_2
 from safetensors.torch import load_file
+from transformers import BertConfig, BertForMaskedLM
 
 from ppmlm.identifiers.blacklist import Blacklist
 from ppmlm.identifiers.ner import Span
 from ppmlm.masking.variants import VARIANTS, protected_view, pseudonymize
 from ppmlm.pipeline import compose_config, train
+from ppmlm.training.loop import tied_weights_saved_quietly
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -138,3 +143,24 @@ def test_parameters_missing_from_the_checkpoint_learn_at_head_lr(tmp_path, bert_
     assert len(body["params"]) + len(head["params"]) == len(list(objective.model.parameters()))
     cfg.train.head_lr = None
     assert len(parameter_groups(objective, cfg.train)) == 1
+
+
+def test_the_tied_heads_save_notice_alone_is_dropped(caplog):
+    """accelerate warns of every shared tensor it leaves out of a saved state; the MLM head's weights tied by the model
+    class are expected (the warning came on every epoch of every run), any other shared tensor is still reported."""
+    PartialState()  # accelerate's logger needs its state, as in a run
+    model = BertForMaskedLM(BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
+                                       intermediate_size=8))
+    state = {f"model.{name}": tensor for name, tensor in model.state_dict().items()}
+    shared = torch.zeros(3)
+    with caplog.at_level("WARNING", logger="accelerate.utils.other"):
+        with tied_weights_saved_quietly(model):
+            kept = clean_state_dict_for_safetensors(dict(state))
+            assert "model.cls.predictions.decoder.weight" not in kept  # accelerate still leaves the tied copy out
+            assert not [r for r in caplog.records if "Removed shared tensor" in r.getMessage()]
+            clean_state_dict_for_safetensors({"model.a": shared, "model.b": shared})
+    assert [r for r in caplog.records if "Removed shared tensor" in r.getMessage() and "model.b" in r.getMessage()]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="accelerate.utils.other"):
+        clean_state_dict_for_safetensors(dict(state))  # outside the block, accelerate's warning is untouched
+    assert [r for r in caplog.records if "Removed shared tensor" in r.getMessage()]

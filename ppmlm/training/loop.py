@@ -9,12 +9,15 @@ sampling and noise, so a run resumed from a checkpoint replays the same epochs a
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import math
+import re
 import shutil
 import time
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Iterator, Protocol, Sequence
 
 import torch
 from accelerate import Accelerator, DataLoaderConfiguration
@@ -176,6 +179,28 @@ def load_model(model_cfg, tokenizer):
     return model
 
 
+@contextlib.contextmanager
+def tied_weights_saved_quietly(model) -> Iterator[None]:
+    """accelerate's `save_state` keeps one of the tensors that share storage and warns of the others on every epoch
+    ("Removed shared tensor ... check ... while reloading"). For the weights the model's class ties
+    (`_tied_weights_keys`: the MLM head's decoder to the word embeddings, its bias) that is expected and loading ties
+    them again (tests/test_dp_user.py resumes to the same weights), so that warning alone is dropped; a shared
+    tensor of any other name is still reported."""
+    tied = tuple(getattr(model, "_tied_weights_keys", None) or ())
+
+    def unexpected(record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        names = re.findall(r"'([^']+)'", message) if "Removed shared tensor" in message else []
+        return not (tied and names and all(name.endswith(tied) for name in names))
+
+    notices = logging.getLogger("accelerate.utils.other")
+    notices.addFilter(unexpected)
+    try:
+        yield
+    finally:
+        notices.removeFilter(unexpected)
+
+
 def save_checkpoint(accelerator, trainer, tokenizer, run: RunDirectory, epoch: int, privacy: dict | None = None,
                     warm_start: dict | None = None, keep_states: int = 1) -> Path:
     """Hugging Face weights and tokenizer for every epoch; optimizer, scheduler and RNG state for the last.
@@ -186,7 +211,8 @@ def save_checkpoint(accelerator, trainer, tokenizer, run: RunDirectory, epoch: i
     """
     directory = run.checkpoint(epoch)
     accelerator.wait_for_everyone()
-    accelerator.save_state(str(directory / "state"))
+    with tied_weights_saved_quietly(accelerator.unwrap_model(trainer.objective).model):
+        accelerator.save_state(str(directory / "state"))
     if accelerator.is_main_process:
         trainer.save_pretrained(directory)
         tokenizer.save_pretrained(directory)
