@@ -1,20 +1,21 @@
 """Training end to end on tiny models: every recipe, resume after a real kill, two processes."""
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 from accelerate import PartialState
 from accelerate.utils.other import clean_state_dict_for_safetensors
 from conftest import TINY_MODEL, small_corpus, train_killed_in_epoch_2
-from safetensors.torch import load_file
-from transformers import BertConfig, BertForMaskedLM
+from safetensors.torch import load_file, save_file
+from transformers import BertConfig, BertForMaskedLM, BertModel
 
 from ppmlm.identifiers.blacklist import Blacklist
 from ppmlm.identifiers.ner import Span
 from ppmlm.masking.variants import VARIANTS, protected_view, pseudonymize
 from ppmlm.pipeline import compose_config, train
-from ppmlm.training.loop import tied_weights_saved_quietly
+from ppmlm.training.loop import load_model, tied_weights_saved_quietly
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -164,3 +165,21 @@ def test_the_tied_heads_save_notice_alone_is_dropped(caplog):
     with caplog.at_level("WARNING", logger="accelerate.utils.other"):
         clean_state_dict_for_safetensors(dict(state))  # outside the block, accelerate's warning is untouched
     assert [r for r in caplog.records if "Removed shared tensor" in r.getMessage()]
+
+
+def test_an_encoder_loads_for_masked_lm_without_transformers_load_report(tmp_path, capfd):
+    """The offline encoder has no MLM head: transformers reported it MISSING and the checkpoint "corrupted" on every
+    run. The head is expected to be new; an encoder weight left out of a checkpoint is still said, by ppmlm."""
+    config = BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=1, num_attention_heads=1, intermediate_size=8)
+    BertModel(config).save_pretrained(tmp_path / "encoder")
+    model = load_model(SimpleNamespace(config=None, name_or_path=str(tmp_path / "encoder")), tokenizer=None)
+    assert {"cls.predictions.bias", "cls.predictions.transform.dense.weight"} <= model.ppmlm_fresh_parameters
+    assert not any(word in capfd.readouterr().err for word in ("MISSING", "corrupted", "LOAD REPORT"))
+
+    weights = load_file(tmp_path / "encoder" / "model.safetensors")
+    del weights["encoder.layer.0.attention.self.query.weight"]
+    (tmp_path / "partial").mkdir()
+    save_file(weights, tmp_path / "partial" / "model.safetensors", metadata={"format": "pt"})
+    config.save_pretrained(tmp_path / "partial")
+    with pytest.warns(UserWarning, match=r"1 encoder weights are not in the checkpoint.*bert\.encoder\.layer\.0\.attention"):
+        load_model(SimpleNamespace(config=None, name_or_path=str(tmp_path / "partial")), tokenizer=None)

@@ -29,7 +29,6 @@ from transformers import (
     DataCollatorForTokenClassification,
     get_linear_schedule_with_warmup,
 )
-from transformers.utils import logging as transformers_logging
 
 from ppmlm.detector.card import target_missed, write_card
 from ppmlm.detector.directory import DetectorError, check_out, install, mark
@@ -46,6 +45,7 @@ from ppmlm.identifiers.ner import DetectorSettings
 from ppmlm.identifiers.ner.tagger import Tagger
 from ppmlm.models import default_model_path
 from ppmlm.training.distributed import end_processes
+from ppmlm.training.loop import load_report_quiet
 
 THRESHOLD_BOUNDS = (0.05, 0.5)  # never above 0.5 (recall first), never so low that most words would be tagged
 
@@ -213,14 +213,10 @@ def _tagging_model(path: Path, detector: DetectorSettings, layers: int | None):
         raise DetectorError(f"--layers {layers}: the encoder {path} has {has} layers")
     tags = detector.tags
     cut = {} if layers is None or has is None else {"num_hidden_layers": layers}
-    verbosity = transformers_logging.get_verbosity()
-    transformers_logging.set_verbosity_error()  # its load report lists the layers left out and the new head: expected
-    try:
+    with load_report_quiet():  # its load report lists the layers left out and the new head: expected
         return AutoModelForTokenClassification.from_pretrained(
             str(path), num_labels=len(tags), id2label=dict(enumerate(tags)), label2id={t: i for i, t in enumerate(tags)},
             **cut)
-    finally:
-        transformers_logging.set_verbosity(verbosity)
 
 
 def _held_out_loss(model, examples: list[dict], collator, batch_size: int, device) -> float:

@@ -16,6 +16,7 @@ import math
 import re
 import shutil
 import time
+import warnings
 from pathlib import Path
 from typing import Iterator, Protocol, Sequence
 
@@ -25,6 +26,7 @@ from accelerate.utils import set_seed
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, get_linear_schedule_with_warmup
+from transformers.utils import logging as transformers_logging
 
 from ppmlm.errors import PPMLMError
 from ppmlm.features import FEATURE_COLUMNS
@@ -174,9 +176,27 @@ def load_model(model_cfg, tokenizer):
     path = str(model_cfg.name_or_path or default_model_path())
     if not Path(path).exists():
         raise PPMLMError(f"model.name_or_path={path}: no such local checkpoint (models are never downloaded)")
-    model, loading = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True)
+    with load_report_quiet():
+        model, loading = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True)
     model.ppmlm_fresh_parameters = frozenset(loading["missing_keys"])
+    untrained = sorted(key for key in model.ppmlm_fresh_parameters if key.startswith(f"{model.base_model_prefix}."))
+    if untrained:  # the head is expected to be new; the encoder is not
+        warnings.warn(f"model.name_or_path={path}: {len(untrained)} encoder weights are not in the checkpoint and start "
+                      f"untrained: {', '.join(untrained[:4])}{', ...' if len(untrained) > 4 else ''}")
     return model
+
+
+@contextlib.contextmanager
+def load_report_quiet() -> Iterator[None]:
+    """Without transformers' load report. Loaded into a new head, an encoder is reported with the head's weights
+    MISSING, the pooler's UNEXPECTED and, for the MLM head's tied bias, as "corrupted": that is how ppmlm starts from
+    an encoder (and a tagger from any checkpoint), so the caller says what is not expected instead."""
+    verbosity = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        transformers_logging.set_verbosity(verbosity)
 
 
 @contextlib.contextmanager
