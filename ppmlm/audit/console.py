@@ -36,7 +36,7 @@ def epoch_line(figures: dict, out_dir: Path) -> str:
     if independent:
         missed = independent["missed_by_blacklist"]
         parts.append(f"independent identifiers {interval_text(independent['score'], independent.get('score_ci'), 4)} "
-                     f"({missed['leaked']} of {missed['identifiers']} missed by the blacklist predicted)")
+                     f"(of the {missed['identifiers']} the blacklist missed, {missed['leaked']} predicted)")
     users = [(attack, levels["user"]) for attack, levels in figures["attacks"].items() if levels.get("user") is not None]
     if users:
         sizes = {(result["members"], result["non_members"]) for _, result in users}
