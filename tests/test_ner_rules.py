@@ -419,7 +419,7 @@ def test_no_indian_judgment_rule_fires_on_the_state_courts_statutes_or_clinical_
     "The High Court of Punjab and Haryana dismissed the revision petition.",
     "The State of Haryana through its Secretary has filed the reply.", "IN THE SUPREME COURT OF INDIA",
     "The Supreme Court of India in a catena of decisions has held so.", "the State of Maharashtra filed an appeal",
-    "HIGH COURT OF MADHYA PRADESH AT JABALPUR",
+    "HIGH COURT OF MADHYA PRADESH AT JABALPUR", "The State of Madhya Pradesh has preferred this appeal.",
     # "one" before a name only in a judgment, never before a sum, a kin word or an English word
     "The appellant had one Hindu Undivided Family property.", "the deceased had one Son and one Daughter",
     "one Court witness, the accused said",

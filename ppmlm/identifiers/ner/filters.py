@@ -42,8 +42,7 @@ class Filters:
         self.names = read_lists(model_dir, config.get("names", ()))
         self.institution_words = frozenset(config.get("institution_words", ()))
         self.legal_terms = read_lists(model_dir, config.get("legal_terms", ()))
-        self.jurisdictions = read_lists(model_dir, config.get("jurisdictions", ()))
-        self._jurisdiction_words = frozenset(word for name in self.jurisdictions for word in name.split()) - {"and", "of"}
+        self.jurisdictions = read_lists(model_dir, config.get("jurisdictions", ())) - {"and", "of"}  # their names' words
         self.statute_words = read_lists(model_dir, config.get("statute_words", ()))
         self.stoplist = frozenset()
         if config.get("stoplist"):
@@ -132,12 +131,11 @@ class Filters:
             doc, i = ent.doc, ent.start - 1
             if i > 0 and doc[i].lower_ in ("and", "&"):
                 i -= 1
-                while i > 0 and doc[i].lower_.replace(".", "") in self._jurisdiction_words:
+                while i > 0 and doc[i].lower_.replace(".", "") in self.jurisdictions:
                     i -= 1
             titled = i > 0 and doc[i].lower_ == "of" and doc[i - 1].lower_ in self.legal_terms
-        rest = " ".join(words)
-        return titled and bool(rest) and (rest in self.jurisdictions or all(
-            part in self.jurisdictions for part in re.split(r" (?:and|at|&) ", rest)))
+        return titled and any(word in self.jurisdictions for word in words) and all(
+            word in self.jurisdictions or word in ("and", "&", "at", "of") for word in words)
 
     def _clock_time(self, ent) -> bool:
         """"at 2000", "@ 1900", "2000:", "1900-0700": a time of day that reads as a year; years in context ("MI in
