@@ -3,8 +3,8 @@
 The synthetic corpora are written by our generator, whose forms the rules were written for; these lines were
 written by hand in the way real ICU notes and Indian and US judgments write identifiers, with the gold words
 marked `[[ ]]` (bench/probes/). `clinical_found.txt` and `legal_found.txt` are the lines whose misses became
-rules; `clinical_held_out.txt` was written after those rules and used for none: read its figure as how the
-defaults generalise to forms no one wrote a rule for. Per file: gold words covered by a span, the words tagged
+rules; `clinical_held_out.txt` and `legal_held_out.txt` were written after those rules and used for none: read their
+figures as how the defaults generalise to forms no one wrote a rule for. Per file: gold words covered by a span, the words tagged
 that are not gold, and each line with a miss or an extra (the lines are ours, synthetic: nothing sensitive).
 
     python bench/ner_probe.py [--ner default:DIR] [--quiet]
