@@ -158,7 +158,7 @@ class NameGazetteer:
             return context or (not ambiguous and (self.lower_case == "anywhere" or context_of_doc.lower_case))
         return False
 
-    def _context(self, doc, i: int, weak_vouches: bool = True) -> bool:
+    def _context(self, doc, i: int, weak_vouches: bool) -> bool:
         before = doc[i - 1].lower_ if i else ""
         if before in (",", ":") and i > 1:
             before = doc[i - 2].lower_
