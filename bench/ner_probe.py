@@ -2,10 +2,11 @@
 
 The synthetic corpora are written by our generator, whose forms the rules were written for; these lines were
 written by hand in the way real ICU notes and Indian and US judgments write identifiers, with the gold words
-marked `[[ ]]` (bench/probes/). `clinical_found.txt` and `legal_found.txt` are the lines whose misses became
-rules; `clinical_held_out.txt` and `legal_held_out.txt` were written after those rules and used for none: read their
-figures as how the defaults generalise to forms no one wrote a rule for. Per file: gold words covered by a span, the words tagged
-that are not gold, and each line with a miss or an extra (the lines are ours, synthetic: nothing sensitive).
+marked `[[ ]]` (bench/probes/; `\\n` in a line is a line break, for law reports' headings). The `*_found.txt`
+files are the lines whose misses became rules; the `*_held_out.txt` files were written after those rules and used
+for none: read their figures as how the defaults generalise to forms no one wrote a rule for. Per file: gold words
+covered by a span, the words tagged that are not gold, and each line with a miss or an extra (the lines are ours,
+synthetic: nothing sensitive).
 
     python bench/ner_probe.py [--ner default:DIR] [--quiet]
 
@@ -29,11 +30,13 @@ WORD = re.compile(r"\w+")  # words as the gold reports count them
 
 
 def read_probe(path: Path) -> list[tuple[str, list[tuple[int, int]]]]:
-    """(text, gold character spans) for each line of a probe file, the `[[ ]]` marks removed."""
+    """(text, gold character spans) for each line of a probe file, the `[[ ]]` marks removed; `\\n` and `\\t` in a line
+    are a line break and a tab of its text, so that a judgment's heading of many lines is one text."""
     lines = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.strip() or line.startswith("#"):
             continue
+        line = line.replace("\\n", "\n").replace("\\t", "\t")
         text, gold, position = "", [], 0
         for match in GOLD.finditer(line):
             text += line[position:match.start()]
@@ -60,7 +63,8 @@ def measure(ner, path: Path, quiet: bool) -> float:
         covered += sum(inside(word, gold) and inside(word, tagged) for word in words)
         extra += len(besides)
         if (missed or besides) and not quiet:
-            print(f"  missed {missed} tagged besides {besides}: {text}")
+            shown = text.replace("\n", "\\n").replace("\t", "\\t")
+            print(f"  missed {missed} tagged besides {besides}: {shown}")
     coverage = covered / max(gold_words, 1)
     print(f"{path.name}: {len(lines)} lines, {covered} of {gold_words} gold words covered ({coverage:.3f}), "
           f"{extra} other words tagged")

@@ -13,6 +13,12 @@ def test_gold_marks_become_spans_of_the_text_without_them(tmp_path):
                                            ("no identifier here", [])]
 
 
+def test_a_heading_of_many_lines_is_one_text(tmp_path):
+    probe = tmp_path / "probe.txt"
+    probe.write_text("RESPONDENT:\\n\\t[[STATE OF MYSORE]]\n")
+    assert ner_probe.read_probe(probe) == [("RESPONDENT:\n\tSTATE OF MYSORE", [(13, 28)])]
+
+
 def test_every_probe_file_has_gold_words_and_no_stray_marks():
     for path in ner_probe.PROBES.glob("*.txt"):
         lines = ner_probe.read_probe(path)

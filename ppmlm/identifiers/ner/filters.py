@@ -43,6 +43,7 @@ class Filters:
         self.institution_words = frozenset(config.get("institution_words", ()))
         self.legal_terms = read_lists(model_dir, config.get("legal_terms", ()))
         self.jurisdictions = read_lists(model_dir, config.get("jurisdictions", ())) - {"and", "of"}  # their names' words
+        self.party_titles = frozenset(config.get("party_titles", ()))
         self.statute_words = read_lists(model_dir, config.get("statute_words", ()))
         self.stoplist = frozenset()
         if config.get("stoplist"):
@@ -52,7 +53,7 @@ class Filters:
     def rule_span(self, ent):
         """Trim title/relation words and edge punctuation from NAME and HOSPITAL rule spans ("Dr." in
         "Dr. Smith": its term would otherwise be blacklisted with the name); drop institution keywords used
-        as adjectives ("mean hospital stay") and a state named as a party or a court's seat ("State of Haryana")."""
+        as adjectives ("mean hospital stay") and a state named as a court's seat ("High Court of Punjab and Haryana")."""
         if self._jurisdiction(ent):
             return None
         if ent.label_ not in (NAME, HOSPITAL):
@@ -91,6 +92,10 @@ class Filters:
                 # cannot tell names from words
         elif len(tokens) == 1 and _INNER_CAPS.match(text):
             return False  # IgG, HBsAg, AChR
+        words = [t.lower_ for t in tokens if t.is_alpha]
+        if words and words[-1] in self.name_prefixes and self._name_follows(ent):
+            return False  # "No.1 Smt" of "respondent No.1 Smt. Kamlesh", "Heard Shri" of "Heard Shri Anil Tiwari":
+            # the title of the name after it ("Savitri Kumari, Civil Judge" stays: Kumari is a name there)
         key = text.lower()
         if key.endswith("'s"):
             key = key[:-2]
@@ -114,13 +119,25 @@ class Filters:
             return False  # "Traumatic ..." at a sentence start, written "traumatic" elsewhere in the text
         return True
 
+    @staticmethod
+    def _name_follows(ent) -> bool:
+        doc, i = ent.doc, ent.end
+        if i < len(doc) and doc[i].text == ".":
+            i += 1
+        return i < len(doc) and doc[i].is_alpha and doc[i].text[:1].isupper()
+
     def _jurisdiction(self, ent) -> bool:
-        """"State of Haryana", "the High Court of Punjab and Haryana", "India" of "Supreme Court of India": a state
-        (`jurisdictions`) after a court's or the State's title, in the span or just before it. It is a party or the
-        court of every case heard there and identifies no one; "left for Haryana" stays a place."""
+        """"the High Court of Punjab and Haryana", "India" of "Supreme Court of India", "Haryana" of "State of
+        Haryana": a state (`jurisdictions`) after a court's or the State's title, in the span or just before it. A
+        court heard in every case there identifies no one; "left for Haryana" stays a place. A span that names the
+        State or the Union whole ("State of Haryana", "Union of India": `party_titles`) is a party, as court
+        reports annotate respondents, and stays."""
         if not self.jurisdictions:
             return False
         words = [t.lower_.replace(".", "") for t in ent if t.text.strip(".,")]
+        named = words[1:] if words[:1] == ["the"] else words
+        if len(named) > 2 and named[0] in self.party_titles and named[1] == "of":
+            return False
         titled = False
         while words and (words[0] in self.legal_terms or words[0] in ("the", "of")):
             titled = titled or words[0] == "of"

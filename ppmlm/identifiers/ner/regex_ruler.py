@@ -136,7 +136,8 @@ class RegexRuler:
         """The value without its leading `not_first` words ("comfortably sarah" -> "sarah"; "Floor" -> none),
         cut before its first `cut_before` word after that ("CMC ICU" -> "CMC"). A value left starting with a digit
         is none ("Levophed 10" -> "10", "chromosome 17q" -> "17q" are no ward); with `initial`, a one-letter word
-        before the kept part stays with it ("dr o brien" -> "o brien"). A value that starts with a number (a
+        before the kept part stays with it ("dr o brien" -> "o brien") and a one-letter word after another is an initial,
+        never a cut ("K. V. Murthy", though `v` is *versus*). A value that starts with a number (a
         ward written number first, "11 Reisman") is kept whole when the word after the number would be kept,
         and is none otherwise ("on 4 Levophed", "to 2 North")."""
         words = list(WORD.finditer(text, start, end))
@@ -150,7 +151,8 @@ class RegexRuler:
         if initial and lead and len(words[lead - 1].group()) == 1:
             lead -= 1
         kept = words[lead:]
-        last = next((i for i, word in enumerate(kept) if i and word.group().lower() in cut_before), len(kept))
+        last = next((i for i, word in enumerate(kept) if i and word.group().lower() in cut_before
+                     and not (initial and len(word.group()) == 1 == len(kept[i - 1].group()))), len(kept))
         return kept[0].start(), (end if last == len(kept) else kept[last - 1].end())
 
 
