@@ -129,7 +129,8 @@ class Filters:
     def _jurisdiction(self, ent) -> bool:
         """"the High Court of Punjab and Haryana", "India" of "Supreme Court of India", "Haryana" of "State of
         Haryana": a state (`jurisdictions`) after a court's or the State's title, in the span or just before it. A
-        court heard in every case there identifies no one; "left for Haryana" stays a place. A span that names the
+        court's state is shared by every case heard there and identifies no one; "left for Haryana" stays a place
+        (and the state of "State of Haryana" is covered by the span naming it whole). A span that names the
         State or the Union whole ("State of Haryana", "Union of India": `party_titles`) is a party, as court
         reports annotate respondents, and stays."""
         if not self.jurisdictions:
