@@ -500,3 +500,31 @@ def test_the_heading_rules_stay_out_of_notes_and_words(ner, text):
 ])
 def test_an_honorific_that_is_also_a_name_stays_in_the_name(ner, text, expected):
     assert [item for item in tagged(ner, text) if item[1] == "NAME"] == expected
+
+
+# The second batch of headings (bench/probes/legal_preambles_found_2.txt): Allahabad's case number `No. - N of Y`,
+# a widow's `WD/O.`, kinship and honorifics with no space after the dot, counsel `for the` a party, an address
+# starting `H.No.`, a place before `District` / `Taluk`
+@pytest.mark.parametrize("text, expected", [
+    ("Case :- CRIMINAL APPEAL No. - 2345 of 2010", [("2345 of 2010", "ID")]),
+    ("SHANTABEN WD/O. BHIKHABHAI PATEL ....Petitioner(s)", [("SHANTABEN", "NAME"), ("BHIKHABHAI PATEL", "NAME")]),
+    ("Heard Sri.Anoop Trivedi for the petitioner.", [("Anoop Trivedi", "NAME")]),
+    ("Ms. Shilpa Kapil, APP for the State, opposed the prayer.", [("Shilpa Kapil", "NAME")]),
+    ("The respondent-wife is residing at H.No. 221, Gali No. 4, Bhajanpura.",
+     [("H.No. 221, Gali No. 4, Bhajanpura", "LOCATION")]),
+    ("2.The Tahsildar,\n  Melur Taluk.\n\n... Respondents", [("Melur", "LOCATION")]),
+])
+def test_the_second_batch_of_headings(ner, text, expected):
+    assert all(item in tagged(ner, text) for item in expected), tagged(ner, text)
+
+
+@pytest.mark.parametrize("text", [
+    "IN THE LOCAL HEALTH CARE DISTRICT OF MODENA", "the Sessions District of Karnal was formed", "No. - not recorded",
+    "The High Court of Judicature at Madras allowed the writ appeal.", "PT WD/O ASSIST",
+    "admitted to Sandwell District General Hospital", "the Hisar District Court",
+])
+def test_the_second_batch_stays_out_of_words(ner, text):
+    rules = ("place_before_district", "counsel_for_party", "docket_keyword", "relation_of_after", "relation_of_before")
+    assert [(e.text, e.ent_id_) for e in ner.nlp(text).ents if e.ent_id_ in rules] == []
+    if "Judicature" in text:
+        assert tagged(ner, text) == []
