@@ -528,3 +528,35 @@ def test_the_second_batch_stays_out_of_words(ner, text):
     assert [(e.text, e.ent_id_) for e in ner.nlp(text).ents if e.ent_id_ in rules] == []
     if "Judicature" in text:
         assert tagged(ner, text) == []
+
+
+# A second batch of nursing-note lines (bench/probes/clinical_found_2.txt): holidays, a month and a two-digit year,
+# a seven-digit phone after `#`, a bare `to` / `from` / `at` before an institution's acronym, `Drs.`, a facility
+# after `Dispo:`, a street named without a number
+@pytest.mark.parametrize("text, expected", [
+    ("PT ADMITTED 2/14 (VALENTINE'S DAY) W/ CP.", [("VALENTINE'S DAY", "DATE")]),
+    ("Christmas eve fall at home, found down by neighbor.", [("Christmas eve", "DATE")]),
+    ("confused since Thanksgiving, worse on the 4th of July", [("Thanksgiving", "DATE"), ("4th of July", "DATE")]),
+    ("fell on Easter Sunday", [("Easter Sunday", "DATE")]),
+    ("EKG done, compared to one from 4/98.", [("4/98", "DATE")]),
+    ("wife's # is 555-1234, she would like a call.", [("555-1234", "PHONE")]),
+    ("to MGH for IR guided drainage.", [("MGH", "HOSPITAL")]),
+    ("plan is to go to NEBH for rehab", [("NEBH", "HOSPITAL")]),
+    ("Pt seen by Drs. Brown and Greenberg this am.", [("Brown", "NAME")]),
+    ("Dispo: Hebrew Rehab vs home w/ services.", [("Hebrew Rehab", "HOSPITAL")]),
+    ("lives alone in an apt on Comm Ave.", [("Comm Ave.", "LOCATION")]),
+])
+def test_the_second_batch_of_note_forms(ner, text, expected):
+    found = tagged(ner, text)
+    assert all(item in found for item in expected), found
+
+
+@pytest.mark.parametrize("text", [
+    "MD ROSENBLUM IN TO EVAL, NEW ORDERS RECEIVED.", "TO CCU AT 1400", "positive at 1/80, titer of 1/160",
+    "I/O 500-1200 cc, UO 100-1500", "pain 4/10 since 1/2 tab given", "Dispo: home w/ services", "DISPO: TO REHAB WHEN STABLE",
+    "sent to CT, back from MRI at 1400", "Labor and delivery notified; easter egg shaped mass", "on Heparin gtt",
+    "mother's condition stable", "present in 10/51 (20%) patients", "randomized to PVB and 83 to VPV chemotherapy",
+    "a complete response to MOPP alone", "the ratio of SCC to BCC in the population",
+])
+def test_the_second_batch_stays_out_of_clinical_shorthand(ner, text):
+    assert tagged(ner, text) == []

@@ -162,6 +162,8 @@ class NameGazetteer:
         before = doc[i - 1].lower_ if i else ""
         if before in (",", ":") and i > 1:
             before = doc[i - 2].lower_
+        elif before == "." and i > 1:
+            before = doc[i - 2].lower_ + "."  # a title the tokenizer split from its dot: "Drs ." is "drs."
         after = doc[i + 1].lower_ if i + 1 < len(doc) else ""
         if after == "," and i + 2 < len(doc):
             after = doc[i + 2].lower_
