@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Iterable
@@ -20,14 +21,33 @@ DEFAULT_MODEL_DIR = ner_model_folder("clinical_en")  # ner_models/clinical_en in
 def read_words(path: Path) -> frozenset[str]:
     """The entries of a word list, lower-cased: one or more per line, whitespace-separated; # starts a
     comment line."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    return frozenset(word.lower() for line in lines if not line.startswith("#") for word in line.split())
+    return _words(*_version(path))
 
 
 def read_lists(model_dir: Path, files: Iterable[str] | str) -> frozenset[str]:
     """The union of word lists of a model directory (one file name or several)."""
     files = [files] if isinstance(files, str) else files
-    return frozenset().union(*(read_words(Path(model_dir) / name) for name in files))
+    return _union(tuple(_version(Path(model_dir) / name) for name in files))
+
+
+def _version(path: Path) -> tuple[Path, int, int]:
+    """A file as the caches below know it: an edited list is read again."""
+    path = Path(path).resolve()
+    stat = path.stat()
+    return path, stat.st_mtime_ns, stat.st_size
+
+
+@lru_cache(maxsize=64)
+def _words(path: Path, mtime_ns: int, size: int) -> frozenset[str]:
+    """Each list read once per process: the rule files name the same large lists (WordNet's 75,000 words) in dozens
+    of rules, and every worker process builds the pipeline."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return frozenset(word.lower() for line in lines if not line.startswith("#") for word in line.split())
+
+
+@lru_cache(maxsize=64)
+def _union(versions: tuple[tuple[Path, int, int], ...]) -> frozenset[str]:
+    return frozenset().union(*(_words(*version) for version in versions))
 
 
 def pipeline_config(model_dir: str | Path = DEFAULT_MODEL_DIR, profile: str = DEFAULT_PROFILE) -> dict:
