@@ -560,3 +560,41 @@ def test_the_second_batch_of_note_forms(ner, text, expected):
 ])
 def test_the_second_batch_stays_out_of_clinical_shorthand(ner, text):
     assert tagged(ner, text) == []
+
+
+# A third batch of nursing-note lines (bench/probes/clinical_found_3.txt and clinical_found_4.txt): a weekday
+# written short, a state's postal code after from/in/to, the VA, a name after a care role's abbreviation, towns of
+# GeoNames, an age's number without its unit
+@pytest.mark.parametrize("text, expected", [
+    ("plan for d/c to rehab on Thurs.", [("Thurs", "DATE")]), ("Admitted Mon from ED w/ hypotension.", [("Mon", "DATE")]),
+    ("HD on Tues/Thurs/Sat", [("Tues/Thurs/Sat", "DATE")]), ("son will fly in Sat.", [("Sat", "DATE")]),
+    ("FAMILY MTG SAT AM", [("SAT", "DATE")]), ("last seen Fri 3/12", [("Fri", "DATE"), ("3/12", "DATE")]),
+    ("son moved to NY last year", [("NY", "LOCATION")]), ("dtr flying in from AZ tonight", [("AZ", "LOCATION")]),
+    ("gets care at the VA in Jamaica Plain", [("VA", "HOSPITAL"), ("Jamaica Plain", "LOCATION")]),
+    ("f/u at VAMC next wk", [("VAMC", "HOSPITAL")]),
+    ("per CM Oyelaran pt will go home", [("Oyelaran", "NAME")]), ("HO Fitzgerald aware of low u/o", [("Fitzgerald", "NAME")]),
+    ("The FIR was lodged at Police Station Sadar, Jalandhar.", [("Jalandhar", "LOCATION")]),
+    ("pt is a 91 yo male s/p fall", [("91", "AGE")]), ("PT IS A 94 YEAR OLD WOMAN", [("94", "AGE")]),
+    ("Pt is a 92 year old retired MIT engineer.", [("MIT", "HOSPITAL")]), ("works at MGH as a tech", [("MGH", "HOSPITAL")]),
+    ("Pt last admitted here 8/99 for CHF.", [("8/99", "DATE")]),
+])
+def test_the_third_batch_of_note_forms(ner, text, expected):
+    found = tagged(ner, text)
+    assert all(item in found for item in expected), found
+
+
+@pytest.mark.parametrize("text", [
+    "SATS 92% ON 2L", "O2 sat 88% on RA", "sat up in chair x2", "Pt sat in chair for 1 hr", "Sun exposure limited",
+    "pt on cardiac mon", "PT ON MON", "run of VT", "back from CT at 1400", "weaned from NC to RA", "switched from SC to IV",
+    "to NH when stable", "NPO after MN", "under GA for the procedure", "tylenol PR", "the VA was 20/40 OD", "VA OU 20/30",
+    "RN Report given", "SW Consult placed", "CM Note written", "NP Aware of labs", "from OR to PACU",
+    "pt is a retired RN", "former ICU nurse", "retired CPA, lives w/ wife", "seen 5/60 pts", "admitted 10/51 (20%) of patients",
+    "in close association to KS cells", "the incidence in MA Diets 2 and 3", "the role of endosonography in TN staging",
+    "deadweights, and springs in the apparatus",
+])
+def test_the_third_batch_stays_out_of_clinical_shorthand(ner, text):
+    assert tagged(ner, text) == []
+
+
+def test_an_age_is_its_number_without_its_unit(ner):
+    assert [word for word, label in tagged(ner, "pt is a 92 yo man") if label == "AGE"] == ["92"]
