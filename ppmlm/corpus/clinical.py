@@ -84,6 +84,7 @@ WORD_NAME_SHARE = 0.2
 MONTH_YEAR_SHARE = 0.15
 NUMBER_FIRST_WARD_SHARE = 0.3
 RESIDES_AT_SHARE = 0.15
+RELATIVE_STATE_SHARE = 0.15  # informal relative mentions saying the state they come from; as many say the day they come
 
 
 @dataclass(frozen=True)
@@ -563,12 +564,21 @@ def _order_by(doctor: _Clinician, rng: random.Random) -> list[Piece]:
 
 
 def _relative_visit(patient: _Patient, rng: random.Random, informal: bool) -> list[Piece]:
-    """'wife Mary at bedside'; informally 'wife mary at bedside', 'son JOHN called', 'dtr sarah in to visit'."""
+    """'wife Mary at bedside'; informally 'wife mary at bedside', 'son JOHN called', 'dtr sarah in to visit', and
+    where the relative comes from or the day they come, as real notes write them: a state's postal code, 'dtr mary
+    called from AZ' (some codes are clinical abbreviations too: 'from NH', 'from CA'), or a weekday written short,
+    'son JOHN will visit on Sat'."""
     relation, first, _ = patient.relative
+    visit: list[Piece] = []
     if informal:
         relation = WORDS.relation_abbreviations.get(relation, relation) if rng.random() < 0.4 else relation
         first = _typed_case(rng)(first)
-    return [f"{relation} ", span(first, NAME), f" {rng.choice(WORDS.visits)}"]
+        where = rng.random()
+        if where < RELATIVE_STATE_SHARE:
+            visit = [f" {rng.choice(WORDS.relative_from)} ", span(rng.choice(WORDS.relative_states), LOCATION)]
+        elif where < 2 * RELATIVE_STATE_SHARE:
+            visit = [f" {rng.choice(WORDS.relative_later)} ", span(rng.choice(WORDS.weekdays_short), DATE)]
+    return [f"{relation} ", span(first, NAME), *(visit or [f" {rng.choice(WORDS.visits)}"])]
 
 
 def _home(patient: _Patient, rng: random.Random, informal: bool) -> list[Piece]:
