@@ -619,3 +619,13 @@ def test_the_third_sessions_held_out_forms(ner, text, expected):
 ])
 def test_the_third_sessions_held_out_forms_stay_out_of_shorthand(ner, text):
     assert tagged(ner, text) == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("The appellant Savitri Kumari was married to the respondent.", "Savitri Kumari"),
+    ("Kamlesh Kumari ... Appellant\nVersus\nUnion of India ... Respondent", "Kamlesh Kumari"),
+    ("The appellant, Kumari Neha, was a student.", "Neha"),
+])
+def test_kumari_is_a_name_after_a_name_and_an_honorific_before_one(ner, text, expected):
+    names = [word for word, label in tagged(ner, text) if label == "NAME"]
+    assert expected in names and "Kumari" not in names, names
