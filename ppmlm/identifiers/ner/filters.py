@@ -4,8 +4,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ppmlm.identifiers.labels import HOSPITAL, NAME
-from ppmlm.identifiers.ner.doc_facts import DocContext, sentence_start
+from ppmlm.identifiers.labels import HOSPITAL, LOCATION, NAME
+from ppmlm.identifiers.ner.doc_facts import GAZETTEER, DocContext, sentence_start
 from ppmlm.identifiers.ner.model_dir import read_lists
 
 # a letter next to a digit, or a slash: E1a, DR4, U/mL
@@ -56,6 +56,9 @@ class Filters:
         as adjectives ("mean hospital stay") and a state named as a court's seat ("High Court of Punjab and Haryana")."""
         if self._jurisdiction(ent):
             return None
+        if ent.ent_id_.startswith(GAZETTEER) and len(ent) == 1 and (
+                self._eponym(ent) or (ent.label_ == LOCATION and _hyphenated(ent))):
+            return None  # "Wilson's disease", "Wistar-Kyoto rats", "Erdheim-Chester": a name's, not a person or a town
         if ent.label_ not in (NAME, HOSPITAL):
             return ent
         doc = ent.doc
@@ -82,6 +85,8 @@ class Filters:
         text = ent.text
         if not tokens or _CODE.search(text) or (len(tokens) == 1 and len(text) <= 2):
             return False  # E1a, DR4, U/mL, Ab: codes, units and symbols (IDs are the rules' job)
+        if ent[0].text == "-" or ent[-1].text == "-":
+            return False  # "Erdheim-" of "Erdheim-Chester", whose other half a rule set or dropped: a fragment
         if not context.lower_case and (
             not any(t.text[:1].isupper() for t in tokens) or any(t.is_lower and len(t) > 3 for t in tokens)
         ):
@@ -191,6 +196,15 @@ class Filters:
         if i < len(doc) and doc[i].lower_ in ("'s", "’s", "-"):
             i += 1
         return i < len(doc) and doc[i].lower_ in self.eponym_nouns
+
+
+def _hyphenated(ent) -> bool:
+    """The word is joined by a hyphen to a capitalised word that no gazetteer lists, as in the eponyms of two names
+    ("Melrose-Wakefield", two towns, stays)."""
+    doc = ent.doc
+    partners = ([doc[ent.start - 2]] if ent.start >= 2 and doc[ent.start - 1].text == "-" else []) + (
+        [doc[ent.end + 1]] if ent.end + 1 < len(doc) and doc[ent.end].text == "-" else [])
+    return any(word.text[:1].isupper() and not word.ent_id_.startswith(GAZETTEER) for word in partners)
 
 
 class EnglishForms:

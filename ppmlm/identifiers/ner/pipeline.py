@@ -40,6 +40,11 @@ def restore_rule_ents(doc):
     return doc
 
 
+def _phrases(path: Path) -> list[str]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [x.strip() for x in lines if x.strip() and not x.startswith("#")]
+
+
 def build_rules_pipeline(model_dir: str | Path = DEFAULT_MODEL_DIR, profile: str = DEFAULT_PROFILE) -> SpacyNER:
     """The default backend from a directory laid out like `ner_models/clinical_en` (see its README).
 
@@ -65,9 +70,14 @@ def build_rules_pipeline(model_dir: str | Path = DEFAULT_MODEL_DIR, profile: str
     ruler = nlp.add_pipe("entity_ruler", before=first, config=ruler_config)
     ruler.from_disk(model_dir / config["token_patterns"])
     for file_name, label in config.get("gazetteers", {}).items():
-        lines = (model_dir / file_name).read_text(encoding="utf-8").splitlines()
-        phrases = [x.strip() for x in lines if x.strip() and not x.startswith("#")]
-        ruler.add_patterns([{"label": label, "pattern": x, "id": f"{GAZETTEER}{file_name}"} for x in phrases])
+        ruler.add_patterns([{"label": label, "pattern": x, "id": f"{GAZETTEER}{file_name}"}
+                            for x in _phrases(model_dir / file_name)])
+    if config.get("capitalised_gazetteers"):  # "from Galway", "FROM REVERE", never "revere" or "galway"
+        capitalised = nlp.add_pipe("entity_ruler", name="capitalised_gazetteers", before=first,
+                                   config={"overwrite_ents": False, "phrase_matcher_attr": "ORTH"})
+        for file_name, label in config["capitalised_gazetteers"].items():
+            capitalised.add_patterns([{"label": label, "pattern": written, "id": f"{GAZETTEER}{file_name}"}
+                                      for x in _phrases(model_dir / file_name) for written in (x.title(), x.upper())])
     if config.get("place_names"):
         nlp.add_pipe("ppmlm_place_names", before=first, config={"model_dir": str(model_dir), "config": config["place_names"]})
     context = config.get("context_patterns") or []

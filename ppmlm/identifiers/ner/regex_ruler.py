@@ -32,7 +32,8 @@ class RegexRuler:
 
     A rule is {"label", "id", "starts", "pattern"} and optionally "requires", "profiles" (those it runs in;
     default all), "not_first" and "cut_before" (word lists beside the rules file: leading listed words are
-    stripped from the value, which ends before a `cut_before` word); a named group `v` in the
+    stripped from the value, which ends before a `cut_before` word), "whole" (true: a value that would lose a
+    leading word is no match: "Noted, NY" is no town and its state); a named group `v` in the
     pattern marks the part that is the identifier ("MRN: 123" -> "123"). Among rules that can start at a
     position, the first that matches wins, so specific formats are listed before general ones. Matches
     are widened to whole spaCy tokens. `starts` says where a match can begin: "digit" (a digit after a
@@ -61,6 +62,7 @@ class RegexRuler:
         self._rules: dict[str, tuple[str, str, str | None]] = {}
         self._not_first: dict[str, frozenset[str]] = {}  # rule group -> words stripped from a value's start
         self._cut_before: dict[str, frozenset[str]] = {}  # rule group -> words a value ends before
+        self._whole: set[str] = set()  # rule groups whose value is kept whole or not at all
         for i, rule in enumerate(rules):
             rule_id = rule.get("id", f"regex{i}")
             starts = rule.get("starts", "any")
@@ -77,6 +79,8 @@ class RegexRuler:
             if rule.get("requires"):  # rules with the same keyword share one regex, searched once per text
                 needed = next((r for r in self._requires.values() if r.pattern == rule["requires"]), None)
                 self._requires[i] = needed or self._compile(path, rule_id, rule["requires"])
+            if rule.get("whole"):
+                self._whole.add(f"r{i}")
             for key, lists in (("not_first", self._not_first), ("cut_before", self._cut_before)):
                 if rule.get(key):
                     lists[f"r{i}"] = read_lists(Path(path).parent, rule[key])
@@ -119,7 +123,8 @@ class RegexRuler:
             start, end = match.span(value) if value else match.span()
             if group in self._not_first or group in self._cut_before:
                 not_first, cut_before = self._not_first.get(group, ()), self._cut_before.get(group, ())
-                start, end = self._trim(text, start, end, not_first, cut_before, initial=label == NAME)
+                kept = self._trim(text, start, end, not_first, cut_before, initial=label == NAME)
+                start, end = (start, start) if group in self._whole and kept[0] != start else kept
             if end <= start:  # a value trimmed to nothing takes no text: "going to GOOD" leaves "to GOOD SAMARITAN"
                 position = match.start() + 1
                 continue
