@@ -15,9 +15,10 @@ Lists written (one lower-case entry per line, sorted; provenance and licences in
   have four letters or more.
 - world_places.txt: the towns of 15,000 people or more of the rest of the world (GeoNames, as above, with the
   same exclusions), of six letters or more unless the town has 100,000 people ("Sirsa" stays, "Naka" goes).
-- proper_places.txt: the one-word towns of us_places' and world_places' sources that were left out only as WordNet
-  words ("Galway", "Revere", "Beijing"), minus the everyday words of clinical_en/not_places.txt (hand-written:
-  "Orange", "Temple", "Midstream"): the pipeline matches them capitalised or in capitals only.
+- proper_places.txt: the towns of us_places' and world_places' sources that were left out only as WordNet words
+  ("Galway", "Revere", "Beijing") or as names made only of common words ("Fall River", "Baton Rouge", "New Delhi"),
+  minus the everyday words of clinical_en/not_places.txt (hand-written: "Orange", "Temple", "Midstream"): the
+  pipeline matches them capitalised or in capitals only.
 - english_words.txt: common English and clinical words (the sources below, all of their words): a word
   after "transferred from" or before "RN" that is in it is not an institution or a name.
 - wordnet_words.txt: the WordNet lemmas (see below) that no gazetteer lists: a model span made only of
@@ -148,22 +149,24 @@ def main() -> None:
     not_places = (common_word | acronyms | read_words(MODEL_DIR / "legal_terms.txt")
                   | read_words(MODEL_DIR / "not_identifiers.txt"))
 
-    def towns(in_us: bool, shortest: int, dictionary: bool = True) -> set[str]:
-        """GeoNames towns that are no common word, WordNet word or its plural (unless a place we list; with
-        `dictionary` false, WordNet words stay), word of the abstracts or person's name (a place named like a
-        person is found as a name: "Jason Martinez", not the town of Martinez), nor made only of such words ("The
-        Peak"; "Jamaica Plain" stays); a short name only when the town is large."""
+    def towns(in_us: bool, shortest: int, capitalised: bool = False) -> set[str]:
+        """GeoNames towns that are no common word, WordNet word or its plural (unless a place we list), word of the
+        abstracts or person's name (a place named like a person is found as a name: "Jason Martinez", not the town
+        of Martinez), nor made only of such words ("The Peak"; "Jamaica Plain" stays); a short name only when the
+        town is large. With `capitalised`, the WordNet words and the names made only of common words stay: they
+        are matched capitalised only."""
         common = lambda word: (word in not_places or word in first or word in last  # noqa: E731
-                               or (dictionary and in_wordnet(word) and word not in known_places))
+                               or (not capitalised and in_wordnet(word) and word not in known_places))
         return {town for town, people in geonames_towns(in_us).items() if len(town) >= 4 and not common(town)
-                and any_case[town] == 0 and not all(common(word) for word in town.split())
+                and any_case[town] == 0 and (capitalised or not all(common(word) for word in town.split()))
                 and (len(town) >= shortest or people >= LARGE_TOWN)}
 
     places |= towns(in_us=True, shortest=4)
     world = towns(in_us=False, shortest=6) - places
-    # a one-word town that WordNet lists ("Galway", "Revere", "Beijing") is a place when written capitalised
-    proper = {town for in_us, shortest in ((True, 4), (False, 6)) for town in towns(in_us, shortest, dictionary=False)
-              if " " not in town} - places - world - read_words(MODEL_DIR / "not_places.txt")
+    # a town that WordNet lists ("Galway", "Revere", "Beijing") or named by common words only ("Fall River", "Baton
+    # Rouge", "New Delhi") is a place when written capitalised
+    proper = {town for in_us, shortest in ((True, 4), (False, 6)) for town in towns(in_us, shortest, capitalised=True)}
+    proper -= places | world | read_words(MODEL_DIR / "not_places.txt")
     frequent_us_names = {name.lower() for names in (UsPerson.first_names, UsPerson.last_names) for name in names}
     common = {w for w in first | last if w in common_word or any_case[w] > 0
               or (in_wordnet(w) and w not in frequent_us_names)} | (places & common_word)

@@ -280,3 +280,24 @@ def test_a_rule_runs_only_on_texts_holding_what_it_requires(tmp_path):
     rules.write_text('{"label": "ID", "id": "broken", "requires": "(unclosed", "pattern": "x"}\n')
     with pytest.raises(NERError, match="rule 'broken'"):
         RegexRuler(str(rules))
+
+
+def test_the_rules_of_each_keyword_match_as_one_alternation_would(tmp_path):
+    """Each keyword's rules are one regex, scanned apart; their matches merge as one alternation's would: the
+    leftmost, and at one position the rule written first, whichever regex holds it."""
+    rules = tmp_path / "rules.jsonl"
+    rules.write_text(
+        '{"label": "ID", "id": "ticket_number", "starts": "letter", "requires": "(?i:ticket)", '
+        '"pattern": "No\\\\. (?P<v>\\\\d+)"}\n'
+        '{"label": "PHONE", "id": "number", "starts": "letter", "pattern": "No\\\\. \\\\d+"}\n'
+        '{"label": "DATE", "id": "year", "starts": "digit", "requires": "(?i:year)", "pattern": "(?:19|20)\\\\d\\\\d"}\n')
+    ruler = RegexRuler(str(rules))
+    nlp = spacy.blank("en")
+
+    def found(text):
+        return [(e.text, e.label_) for e in ruler(nlp(text)).ents]
+
+    assert found("Ticket No. 12 in the year 1999") == [("12", "ID"), ("1999", "DATE")]
+    assert found("Order No. 12 in the year 1999") == [("No. 12", "PHONE"), ("1999", "DATE")]
+    assert found("No. 1999 of the ticket year") == [("1999", "ID")]  # the first rule at one position, once
+    assert found("The year 2001, ticket No. 7") == [("2001", "DATE"), ("7", "ID")]

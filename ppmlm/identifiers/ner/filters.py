@@ -65,6 +65,8 @@ class Filters:
         start, end = ent.start, ent.end
         if ent.label_ == HOSPITAL and end < len(doc) and doc[end].lower_ in self.hospital_not_before:
             return None
+        if ent.label_ == HOSPITAL and ent.text.lower() in self.stoplist:
+            return None  # "Civil Hospital": every district has one
         while start < end and (doc[start].is_punct or doc[start].lower_ in self.name_prefixes):
             start += 1
         while end > start and doc[end - 1].is_punct:

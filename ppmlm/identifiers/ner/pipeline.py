@@ -45,6 +45,19 @@ def _phrases(path: Path) -> list[str]:
     return [x.strip() for x in lines if x.strip() and not x.startswith("#")]
 
 
+# words a place's name keeps in lower case after its first word ("Dar es Salaam", "Frankfurt am Main")
+_PARTICLES = frozenset("a al am an and at d da das de del der des di do dos du e el en es im la las le les los of "
+                       "on sur the upon van von y".split())
+
+
+def _capitalised_forms(phrase: str) -> set[str]:
+    """A lower-case place name as texts write it capitalised: in title case, with its particles in lower case,
+    and in capitals."""
+    first, *rest = phrase.title().split(" ")
+    particles = " ".join([first, *(word.lower() if word.lower() in _PARTICLES else word for word in rest)])
+    return {phrase.title(), particles, phrase.upper()}
+
+
 def build_rules_pipeline(model_dir: str | Path = DEFAULT_MODEL_DIR, profile: str = DEFAULT_PROFILE) -> SpacyNER:
     """The default backend from a directory laid out like `ner_models/clinical_en` (see its README).
 
@@ -61,11 +74,10 @@ def build_rules_pipeline(model_dir: str | Path = DEFAULT_MODEL_DIR, profile: str
         raise NERError(f"spaCy model {model!r} named in {model_dir / 'pipeline.json'} is not installed: {error}") from error
     first = "ner" if "ner" in nlp.pipe_names else None
 
-    def add_regex_ruler(rules: str) -> None:
-        nlp.add_pipe("ppmlm_regex_ruler", name=f"ppmlm_{Path(rules).stem}", before=first,
+    def add_regex_ruler(rules: str, before: str | None = first) -> None:
+        nlp.add_pipe("ppmlm_regex_ruler", name=f"ppmlm_{Path(rules).stem}", before=before,
                      config={"path": str(model_dir / rules), "profile": profile})
 
-    add_regex_ruler(config["regex_patterns"])
     ruler_config = {"overwrite_ents": False, "phrase_matcher_attr": "LOWER"}
     ruler = nlp.add_pipe("entity_ruler", before=first, config=ruler_config)
     ruler.from_disk(model_dir / config["token_patterns"])
@@ -77,7 +89,10 @@ def build_rules_pipeline(model_dir: str | Path = DEFAULT_MODEL_DIR, profile: str
                                    config={"overwrite_ents": False, "phrase_matcher_attr": "ORTH"})
         for file_name, label in config["capitalised_gazetteers"].items():
             capitalised.add_patterns([{"label": label, "pattern": written, "id": f"{GAZETTEER}{file_name}"}
-                                      for x in _phrases(model_dir / file_name) for written in (x.title(), x.upper())])
+                                      for x in _phrases(model_dir / file_name) for written in _capitalised_forms(x)])
+    # the regex rules run first, but join the pipeline once the rulers hold their phrases: spaCy runs the pipes
+    # before a ruler over each of its phrase patterns, and 25,000 phrases through the regex rules cost seconds
+    add_regex_ruler(config["regex_patterns"], before="entity_ruler")
     if config.get("place_names"):
         nlp.add_pipe("ppmlm_place_names", before=first, config={"model_dir": str(model_dir), "config": config["place_names"]})
     context = config.get("context_patterns") or []

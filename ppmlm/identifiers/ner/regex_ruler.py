@@ -41,7 +41,11 @@ class RegexRuler:
     default). The scan tests that once per position instead of trying every rule everywhere, which
     makes the one pass over the text about twice as fast. `requires` is a regex that any text the rule
     matches contains (its keyword: "court", "LLC"): texts without it are scanned without the rule, so
-    rules for one domain cost nothing on another. The alternation for each set of rules is compiled once.
+    rules for one domain cost nothing on another. The rules that require one keyword are one alternation,
+    those that require none another, each compiled once: a text is scanned by the alternations its keywords
+    allow, merged as one alternation of those rules would match (the leftmost match; at one position the
+    rule first by where it can start, then in the file), so that no set of keywords needs an alternation
+    compiled for it.
     `{{file.txt}}` in a pattern stands for the phrases of a list beside the rules file, one a line (`# `
     comments), as an alternation, longest first, a space matching any run of spaces or tabs: a rule can
     name 80 procedure abbreviations without writing them into its regex.
@@ -86,9 +90,12 @@ class RegexRuler:
                     lists[f"r{i}"] = read_lists(Path(path).parent, rule[key])
         for i, (_, pattern) in enumerate(self._alternatives):  # a bad rule fails at load, named
             self._compile(path, self._rules[f"r{i}"][1], pattern)
-        self._path = path
-        self._scanners: dict[frozenset[int], re.Pattern] = {}
-        self._scanner_without(frozenset())
+        order = list(self._GUARDS)
+        self._rank = {f"r{i}": (order.index(starts), i) for i, (starts, _) in enumerate(self._alternatives)}
+        keywords = {needed.pattern: needed for needed in self._requires.values()}
+        self._groups: list[tuple[re.Pattern | None, re.Pattern]] = [
+            (needed, self._alternation(path, [i for i in range(len(self._alternatives)) if self._requires.get(i) is needed]))
+            for needed in [None, *keywords.values()]]
 
     @staticmethod
     def _compile(path: str, rule_id: str, pattern: str) -> re.Pattern:
@@ -97,27 +104,39 @@ class RegexRuler:
         except re.error as error:
             raise NERError(f"{path}: rule {rule_id!r}: bad pattern: {error}") from error
 
-    def _scanner(self, text: str) -> re.Pattern:
-        """The alternation of the rules that can match in `text`."""
-        present = {needed: needed.search(text) is not None for needed in set(self._requires.values())}
-        return self._scanner_without(frozenset(i for i, needed in self._requires.items() if not present[needed]))
+    def _alternation(self, path: str, rules: list[int]) -> re.Pattern:
+        """One regex of the rules, grouped by where they can start."""
+        groups: dict[str, list[str]] = {start: [] for start in self._GUARDS}
+        for i in rules:
+            starts, pattern = self._alternatives[i]
+            groups[starts].append(pattern)
+        alternatives = [self._GUARDS[k] + "(?:" + "|".join(v) + ")" for k, v in groups.items() if v]
+        return self._compile(path, "(all)", "|".join(alternatives) or "(?!)")
 
-    def _scanner_without(self, skipped: frozenset[int]) -> re.Pattern:
-        scanner = self._scanners.get(skipped)
-        if scanner is None:
-            groups: dict[str, list[str]] = {start: [] for start in self._GUARDS}
-            for i, (starts, pattern) in enumerate(self._alternatives):
-                if i not in skipped:
-                    groups[starts].append(pattern)
-            alternatives = [self._GUARDS[k] + "(?:" + "|".join(v) + ")" for k, v in groups.items() if v]
-            scanner = self._scanners[skipped] = self._compile(self._path, "(all)", "|".join(alternatives) or "(?!)")
-        return scanner
+    def _scanners(self, text: str) -> list[re.Pattern]:
+        """The alternations of the rules that can match in `text`."""
+        return [scanner for needed, scanner in self._groups if needed is None or needed.search(text) is not None]
+
+    def _first_match(self, scanners: list[re.Pattern], found: list, text: str, position: int):
+        """The match one alternation of all the scanners' rules would give from `position`. `found` holds each
+        scanner's last match (None: not searched yet, False: none left), still leftmost while it starts at
+        `position` or after."""
+        best = None
+        for k, scanner in enumerate(scanners):
+            match = found[k]
+            if match is None or (match is not False and match.start() < position):
+                match = found[k] = scanner.search(text, position) or False
+            if match and (best is None or (match.start(), self._rank[match.lastgroup])
+                          < (best.start(), self._rank[best.lastgroup])):
+                best = match
+        return best
 
     def __call__(self, doc):
         spans = []
         text = doc_text(doc)
-        scanner, position = self._scanner(text), 0
-        while (match := scanner.search(text, position)) is not None:
+        scanners, position = self._scanners(text), 0
+        found = [None] * len(scanners)
+        while (match := self._first_match(scanners, found, text, position)) is not None:
             group = match.lastgroup
             label, rule_id, value = self._rules[group]
             start, end = match.span(value) if value else match.span()
