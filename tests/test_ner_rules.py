@@ -624,7 +624,8 @@ def test_kumari_is_a_name_after_a_name_and_an_honorific_before_one(ner, text, ex
 # a number and a direction; a town and its state's code; a hyphenated name; a place after U.T. or a health centre; a
 # sector's, a house's or a khasra's number; a name before alias; a weekday after for or again; care at a named place;
 # towns named by common words only, capitalised; a month alone or with a two-digit year after a history item; a daily
-# diary report's number; a place after an office; a generic hospital no institution
+# diary report's number; a place after an office; a generic hospital no institution; a relative's name after a
+# relation word at a line's start; a ward named like a person after a move; a practice of associates
 @pytest.mark.parametrize("text, expected", [
     ("Pt's sister from Galway arriving Thurs.", [("Galway", "LOCATION")]),
     ("PT FROM REVERE, NO STAIRS.", [("REVERE", "LOCATION")]), ("Dtr flew in from Beijing.", [("Beijing", "LOCATION")]),
@@ -663,6 +664,10 @@ def test_kumari_is_a_name_after_a_name_and_an_honorific_before_one(ner, text, ex
     ("DDR No. 17 dated 03.05.2012 was recorded at Police Post Kharar.", [("17", "ID"), ("Kharar", "LOCATION")]),
     ("in the office of the Deputy Commissioner, Sangrur on 01.01.1998.", [("Sangrur", "LOCATION")]),
     ("The deceased was taken to Civil Hospital, Mansa.", [("Mansa", "LOCATION")]),
+    # and of the third (clinical_found_9.txt)
+    ("Wife Maryann went home to rest.", [("Maryann", "NAME")]), ("Transfer to Baker 5 ordered.", [("Baker 5", "LOCATION")]),
+    ("Pt follows w/ Boston Heart Associates.", [("Boston Heart Associates", "HOSPITAL")]),
+    ("Last seen in Jan 2019 by cardiology.", [("Jan 2019", "DATE")]),  # a month alone only when no year follows
 ])
 def test_the_fourth_batch_of_forms(ner, text, expected):
     found = tagged(ner, text)
@@ -681,7 +686,8 @@ def test_the_fourth_batch_of_forms(ner, text, expected):
     "was a nurse for many years", "HD at BEDSIDE", "house no. 3 on the list", "There was a strong trend for PNE to develop",
     "the single agent so far studied in CLL", "MIC2 is a specific marker for Ewing's sarcoma",
     "the high point of the day", "PT IS A RESIDENT AT HOME.", "BS DEC IN BASES.", "given since MAR.", "GD 5 given.",
-    "pt on GD 2 tabs.", "s/p PEG 1/2 strength.",
+    "pt on GD 2 tabs.", "s/p PEG 1/2 strength.", "Son Will visit tomorrow.", "Daughter Aware of plan.",
+    "transferred to Chair 2 x hrs.", "Cardiology Associates called.",
 ])
 def test_the_fourth_batch_stays_out_of_words_eponyms_and_clinical_shorthand(ner, text):
     assert tagged(ner, text) == []
