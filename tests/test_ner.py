@@ -258,23 +258,24 @@ def test_the_rule_components_share_one_joined_text_per_doc(ner):
     assert doc_text(doc) is doc_text(doc) and doc_text(doc) == doc.text
 
 
+def _found_by(rules):
+    """What a regex ruler built from the rules file `rules` tags in a text: (text, label) pairs."""
+    ruler, nlp = RegexRuler(str(rules)), spacy.blank("en")
+    return lambda text: [(e.text, e.label_) for e in ruler(nlp(text)).ents]
+
+
 def test_a_rule_runs_only_on_texts_holding_what_it_requires(tmp_path):
     rules = tmp_path / "rules.jsonl"
     # the pattern alone matches "#4412" anywhere; `requires` keeps the rule to texts that mention a ticket
     rules.write_text('{"label": "ID", "id": "ticket", "starts": "any", "requires": "(?i:ticket)", '
                      '"pattern": "#(?P<v>\\\\d+)"}\n'
                      '{"label": "PHONE", "id": "ext", "starts": "letter", "pattern": "ext\\\\.\\\\s*(?P<v>\\\\d+)"}\n')
-    ruler = RegexRuler(str(rules))
-    nlp = spacy.blank("en")
-
-    def found(text):
-        return [(e.text, e.label_) for e in ruler(nlp(text)).ents]
-
+    found = _found_by(rules)
     assert found("Ticket #4412 opened, ext. 12") == [("4412", "ID"), ("12", "PHONE")]
     assert found("Order #4412 opened, ext. 12") == [("12", "PHONE")]
     rules.write_text(rules.read_text().replace('"starts": "letter",', '"starts": "letter", "requires": "(?i:ticket)",'))
-    ruler = RegexRuler(str(rules))  # two rules with one keyword: one regex, searched once per text, gating both
-    assert len({id(needed) for needed in ruler._requires.values()}) == 1
+    found = _found_by(rules)  # two rules with one keyword: one regex, searched once per text, gating both
+    assert len({id(needed) for needed in RegexRuler(str(rules))._requires.values()}) == 1
     assert found("Ticket #4412 opened, ext. 12") == [("4412", "ID"), ("12", "PHONE")]
     assert found("Order #4412 opened, ext. 12") == []
     rules.write_text('{"label": "ID", "id": "broken", "requires": "(unclosed", "pattern": "x"}\n')
@@ -291,12 +292,7 @@ def test_the_rules_of_each_keyword_match_as_one_alternation_would(tmp_path):
         '"pattern": "No\\\\. (?P<v>\\\\d+)"}\n'
         '{"label": "PHONE", "id": "number", "starts": "letter", "pattern": "No\\\\. \\\\d+"}\n'
         '{"label": "DATE", "id": "year", "starts": "digit", "requires": "(?i:year)", "pattern": "(?:19|20)\\\\d\\\\d"}\n')
-    ruler = RegexRuler(str(rules))
-    nlp = spacy.blank("en")
-
-    def found(text):
-        return [(e.text, e.label_) for e in ruler(nlp(text)).ents]
-
+    found = _found_by(rules)
     assert found("Ticket No. 12 in the year 1999") == [("12", "ID"), ("1999", "DATE")]
     assert found("Order No. 12 in the year 1999") == [("No. 12", "PHONE"), ("1999", "DATE")]
     assert found("No. 1999 of the ticket year") == [("1999", "ID")]  # the first rule at one position, once

@@ -24,6 +24,12 @@ def read_words(path: Path) -> frozenset[str]:
     return _words(*_version(path))
 
 
+def read_phrases(path: Path) -> list[str]:
+    """The entries of a phrase list, as written: one a line; # starts a comment line."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
 def read_lists(model_dir: Path, files: Iterable[str] | str) -> frozenset[str]:
     """The union of word lists of a model directory (one file name or several)."""
     files = [files] if isinstance(files, str) else files

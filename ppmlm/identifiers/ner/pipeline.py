@@ -11,7 +11,7 @@ import ppmlm.identifiers.ner.place_names  # noqa: F401
 import ppmlm.identifiers.ner.regex_ruler  # noqa: F401
 from ppmlm.identifiers.ner.doc_facts import GAZETTEER
 from ppmlm.identifiers.ner.filters import Filters
-from ppmlm.identifiers.ner.model_dir import DEFAULT_MODEL_DIR, pipeline_config, read_labels
+from ppmlm.identifiers.ner.model_dir import DEFAULT_MODEL_DIR, pipeline_config, read_labels, read_phrases
 from ppmlm.identifiers.ner.registry import NERError, register_ner
 from ppmlm.identifiers.ner.spacy_backend import SpacyNER
 from ppmlm.identifiers.profiles import DEFAULT_PROFILE
@@ -38,11 +38,6 @@ def restore_rule_ents(doc):
     """The rules' entities back into `doc.ents`, beside the model's."""
     doc.set_ents(list(doc.spans.pop(RULE_SPANS, [])), default="unmodified")
     return doc
-
-
-def _phrases(path: Path) -> list[str]:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [x.strip() for x in lines if x.strip() and not x.startswith("#")]
 
 
 # words a place's name keeps in lower case after its first word ("Dar es Salaam", "Frankfurt am Main")
@@ -83,13 +78,13 @@ def build_rules_pipeline(model_dir: str | Path = DEFAULT_MODEL_DIR, profile: str
     ruler.from_disk(model_dir / config["token_patterns"])
     for file_name, label in config.get("gazetteers", {}).items():
         ruler.add_patterns([{"label": label, "pattern": x, "id": f"{GAZETTEER}{file_name}"}
-                            for x in _phrases(model_dir / file_name)])
+                            for x in read_phrases(model_dir / file_name)])
     if config.get("capitalised_gazetteers"):  # "from Galway", "FROM REVERE", never "revere" or "galway"
         capitalised = nlp.add_pipe("entity_ruler", name="capitalised_gazetteers", before=first,
                                    config={"overwrite_ents": False, "phrase_matcher_attr": "ORTH"})
         for file_name, label in config["capitalised_gazetteers"].items():
             capitalised.add_patterns([{"label": label, "pattern": written, "id": f"{GAZETTEER}{file_name}"}
-                                      for x in _phrases(model_dir / file_name) for written in _capitalised_forms(x)])
+                                      for x in read_phrases(model_dir / file_name) for written in _capitalised_forms(x)])
     # the regex rules run first, but join the pipeline once the rulers hold their phrases: spaCy runs the pipes
     # before a ruler over each of its phrase patterns, and 25,000 phrases through the regex rules cost seconds
     add_regex_ruler(config["regex_patterns"], before="entity_ruler")

@@ -11,7 +11,7 @@ from spacy.util import filter_spans
 
 from ppmlm.identifiers.labels import NAME, PHI_LABELS
 from ppmlm.identifiers.ner.doc_facts import WORD, add_entities, doc_text
-from ppmlm.identifiers.ner.model_dir import read_lists
+from ppmlm.identifiers.ner.model_dir import read_lists, read_phrases
 from ppmlm.identifiers.ner.registry import NERError
 from ppmlm.identifiers.profiles import DEFAULT_PROFILE, PROFILES
 
@@ -22,8 +22,7 @@ def _alternation(rules: str, rule_id: str, path: Path) -> str:
     """A phrase list as a regex alternation (see RegexRuler)."""
     if not path.is_file():
         raise NERError(f"{rules}: rule {rule_id!r} names the list {path.name}, which is not beside it")
-    lines = path.read_text(encoding="utf-8").splitlines()
-    phrases = sorted({line.strip() for line in lines if line.strip() and not line.startswith("#")}, key=lambda x: (-len(x), x))
+    phrases = sorted(set(read_phrases(path)), key=lambda x: (-len(x), x))
     return "(?:" + "|".join(r"[ \t]+".join(map(re.escape, phrase.split())) for phrase in phrases) + ")"
 
 
