@@ -25,6 +25,7 @@ import shutil
 import sys
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
@@ -96,8 +97,13 @@ class Blacklist:
         self.stats = stats or {}
         self.casefold = casefold
         self.graph = graph
-        self.segmenter = WordSegmenter(casefold=casefold)
         self._matcher = TermMatcher(terms)
+
+    @cached_property
+    def segmenter(self) -> WordSegmenter:
+        """Made when first used: a build's main process never segments text itself, and spaCy's first pipeline in a
+        process imports every package that registers a spaCy factory (presidio's imports transformers: 3-6 s)."""
+        return WordSegmenter(casefold=self.casefold)
 
     @classmethod
     def from_terms(cls, terms: Iterable[str], spans: dict[str, list[Span]] | None = None, casefold: bool = False):

@@ -413,6 +413,7 @@ class _engine:
     def __init__(self, engine: str, scheduler: str | None, processes: int):
         self.engine, self.scheduler, self.processes = engine, scheduler, processes
         self.stack = ExitStack()
+        self.failed = False
 
     def __enter__(self) -> _Engine:
         if self.engine == "local":
@@ -420,7 +421,7 @@ class _engine:
                 return _InProcess()
             runner = _ProcessPool(self.processes, self.stack.enter_context(
                 sensitive_scratch(Path(tempfile.gettempdir()), "ppmlm-shards")))
-            self.stack.callback(runner.pool.shutdown, cancel_futures=True)
+            self.stack.callback(lambda: runner.pool.shutdown(wait=self.failed, cancel_futures=True))
             return runner
         import distributed  # the optional extra `ppmlm[distributed]`, checked by check_engine
 
@@ -431,7 +432,10 @@ class _engine:
         return _Dask(self.stack.enter_context(_client(self.scheduler)))
 
     def __exit__(self, kind, error, traceback) -> None:
-        if kind is not None and self.engine == "local":  # Ctrl-C or a failure: end the shards in flight, do not wait
+        # after a build that succeeded, the workers' exit (some 2 s of unloading spaCy and torch) overlaps the stats
+        # and the writing, and Python waits for them when this process ends; after a failure they are gone first
+        self.failed = kind is not None
+        if self.failed and self.engine == "local":  # Ctrl-C or a failure: end the shards in flight, do not wait
             for worker in multiprocessing.active_children():
                 worker.terminate()
         self.stack.close()
