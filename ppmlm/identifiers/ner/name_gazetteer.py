@@ -69,8 +69,9 @@ class NameGazetteer:
         context = DocContext(doc, doc_text(doc))
         candidates = {int(i): doc[int(i)] for i in found if doc[int(i)].lower_ not in self.excluded}
         accepted = {i for i, token in candidates.items() if self._alone(doc, i, token, context)}
-        for i, token in candidates.items():  # beside an accepted name, written the same way ("Bill Smith")
-            if i not in accepted and len(token) > 1 and (
+        for i, token in candidates.items():  # beside an accepted name, written the same way ("Bill Smith", "Will
+            # Smith"; a stop word only capitalised: "son bob will be here", "BOB WILL CALL")
+            if i not in accepted and len(token) > 1 and not (token.is_stop and not token.is_title) and (
                     self._same_shape(token, doc, i - 1, accepted) or self._same_shape(token, doc, i + 1, accepted)):
                 accepted.add(i)
         spans = []
@@ -151,6 +152,8 @@ class NameGazetteer:
             if context or (not sentence_start(doc, i) and not doc[i + 1:i + 2].text.istitle()
                            and token.lower_ not in self.always_capitalised):
                 return True  # "seen by Bill", "wife Hope": capitalised inside a sentence or in a name context
+            if len(token) < 3 and token.lower_ not in self.common and i + 1 < len(doc) and self._unlisted(doc[i + 1], token):
+                return True  # "Om Parkash", "Jo Kowalczyk": a short name before a surname no list holds
             return not ambiguous or self.ambiguous_alone
         if token.is_upper:
             return context or not ambiguous or (self.ambiguous_alone and len(token) > 2)
