@@ -724,6 +724,29 @@ def test_the_fifth_batch_stays_out_of_words_and_clinical_shorthand(ner, text):
     assert tagged(ner, text) == []
 
 
-def test_a_stop_word_joins_a_name_beside_it_only_capitalised(ner):
-    assert tagged(ner, "son bob will be here in am") == [("bob", "NAME")]
+def test_a_stop_word_beside_a_name_joins_it_capitalised_or_at_its_end(ner):
+    assert tagged(ner, "son bob may visit today") == [("bob", "NAME")]
     assert tagged(ner, "SON BOB WILL CALL") == [("BOB", "NAME")]
+    assert ("NIHARIKA MORE", "NAME") in tagged(ner, "NIHARIKA MORE ... PETITIONER")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("The appellant-Bank, Punjab National Bank, filed the suit.", "Punjab National Bank"),
+    ("The respondent No. 2, Municipal Corporation of Delhi, issued the notice.", "Municipal Corporation of Delhi"),
+    ("The respondents-Bharat Sanchar Nigam Limited have filed the reply.", "Bharat Sanchar Nigam Limited"),
+    ("The appellant Oriental Insurance Co. Ltd. is liable.", "Oriental Insurance Co. Ltd."),
+    ("In State Bank of India v. Ram Kumar, the Court held so.", "State Bank of India"),
+    ("Dilbagh Dhillon versus The Zila Parishad, Panna.", "Zila Parishad"),
+    ("PUNJAB NATIONAL BANK ... RESPONDENT", "PUNJAB NATIONAL BANK"),
+])
+def test_an_organisation_that_is_a_party(ner, text, expected):
+    """A bank, a corporation or an authority named as a party, whole (the person rules stop before its words)."""
+    assert (expected, "HOSPITAL") in tagged(ner, text), tagged(ner, text)
+
+
+@pytest.mark.parametrize("text", [
+    "The appellant was working in the Bank.", "The respondent-Bank has filed its reply.",
+    "The petitioner approached the Board.", "Blood Bank called re: crossmatch.",
+])
+def test_no_organisation_party_without_its_name_or_a_role(ner, text):
+    assert not any(label == "HOSPITAL" for _, label in tagged(ner, text)), tagged(ner, text)

@@ -69,9 +69,8 @@ class NameGazetteer:
         context = DocContext(doc, doc_text(doc))
         candidates = {int(i): doc[int(i)] for i in found if doc[int(i)].lower_ not in self.excluded}
         accepted = {i for i, token in candidates.items() if self._alone(doc, i, token, context)}
-        for i, token in candidates.items():  # beside an accepted name, written the same way ("Bill Smith", "Will
-            # Smith"; a stop word only capitalised: "son bob will be here", "BOB WILL CALL")
-            if i not in accepted and len(token) > 1 and not (token.is_stop and not token.is_title) and (
+        for i, token in candidates.items():  # beside an accepted name, written the same way ("Bill Smith")
+            if i not in accepted and len(token) > 1 and not self._stop_word_inside(doc, i) and (
                     self._same_shape(token, doc, i - 1, accepted) or self._same_shape(token, doc, i + 1, accepted)):
                 accepted.add(i)
         spans = []
@@ -173,6 +172,14 @@ class NameGazetteer:
         if not weak_vouches and before in self.weak_context_before:
             before = ""
         return before in self.context_before or after in self.context_after
+
+    @staticmethod
+    def _stop_word_inside(doc, i: int) -> bool:
+        """A listed stop word ("may", "and", "more") in lower case or capitals with a word after it: a verb or a link
+        ("son bob may visit", "JEN AND BOB"), not the surname that ends a name ("NIHARIKA MORE" before a line's end)."""
+        token = doc[i]
+        return token.is_stop and not token.is_title and i + 1 < len(doc) and not (
+            doc[i + 1].is_punct or (doc[i + 1].is_space and "\n" in doc[i + 1].text))
 
     @staticmethod
     def _same_shape(token, doc, j: int, accepted: set[int]) -> bool:
