@@ -367,8 +367,10 @@ def test_a_country_by_its_official_long_form(ner, text, expected):
     # an age after 'aged about'; places after a police station, village, tehsil, district, or a court and a comma
     ("Rajesh Kumar S/o Ram Lal, aged about 35 years, R/o Village Khanpur Kalan, Tehsil Gohana, District Sonipat",
      [("35", "AGE"), ("Khanpur Kalan", "LOCATION"), ("Gohana", "LOCATION"), ("Sonipat", "LOCATION")]),
-    ("FIR No. 12/2015, P.S. Kotwali, District Meerut", [("Kotwali", "LOCATION"), ("Meerut", "LOCATION")]),
-    ("lodged at Police Station Sadar Bazar, Gurgaon", [("Sadar Bazar", "LOCATION")]),
+    # a station named by words any district's station has is no place of its own; its district is (sixth session)
+    ("FIR No. 12/2015, P.S. Kotwali, District Meerut", [("Meerut", "LOCATION")]),
+    ("lodged at Police Station Sadar Bazar, Gurgaon", [("Gurgaon", "LOCATION")]),
+    ("registered at Police Station Shahabad, District Kurukshetra", [("Shahabad", "LOCATION")]),
     ("passed by the Additional Sessions Judge, Karnal in Sessions Case No. 45 of 2014",
      [("Karnal", "LOCATION"), ("45 of 2014", "ID")]),
     ("supplied to M/s Sharma Traders, Ludhiana by the appellant", [("Sharma Traders", "HOSPITAL")]),
@@ -763,3 +765,57 @@ def test_an_organisation_that_is_a_party(ner, text, expected):
 def test_no_organisation_party_without_its_name_or_a_role(ner, text):
     assert not any(label == "HOSPITAL" for _, label in tagged(ner, text)), tagged(ner, text)
 
+
+
+@pytest.mark.parametrize("text, expected", [
+    # the sixth session's batches (bench/probes/clinical_found_12.txt, _13; legal_found_9.txt, _10)
+    ("Last seen at Mass Eye and Ear in April.", [("Mass Eye and Ear", "HOSPITAL")]),
+    ("Pt arrived from Logan via Boston MedFlight.", [("Boston MedFlight", "HOSPITAL")]),
+    ("last BM thurs.", [("thurs.", "DATE")]), ("f/u appt Tues with renal", [("Tues", "DATE")]),
+    ("The petitioner Md. Abul Kalam Azad was appointed as Headmaster.", [("Md. Abul Kalam Azad", "NAME")]),
+    ("The deceased Sk. Rahim was found near the railway station.", [("Sk. Rahim", "NAME")]),
+    ("The accused Mohd. Salim @ Pappu was arrested.", [("Mohd. Salim @ Pappu", "NAME")]),
+    ("Gita Rani Das (PW-4) is the aunt of the victim.", [("Gita Rani Das", "NAME")]),
+    ("Coram: S. Ravindra Bhat and Pamidighantam Sri Narasimha, JJ.",
+     [("S. Ravindra Bhat", "NAME"), ("Pamidighantam Sri Narasimha", "NAME")]),
+    ("CORAM: RAJIV SHAKDHER AND TALWANT SINGH, JJ.", [("RAJIV SHAKDHER", "NAME"), ("TALWANT SINGH", "NAME")]),
+    ("The complaint was lodged at Ernakulam Town North Police Station.", [("Ernakulam", "LOCATION")]),
+    ("The FIR was registered at Police Station City Kaithal.", [("Kaithal", "LOCATION")]),
+    ("TUESDAY, THE 14TH DAY OF JUNE 2022 / 24TH JYAISHTA, 1944",
+     [("TUESDAY, THE 14TH DAY OF JUNE 2022", "DATE"), ("24TH JYAISHTA, 1944", "DATE")]),
+    ("Appellant: Babulal s/o Ramji Lal, r/o Khedli, Tehsil Kathumar, District Alwar.",
+     [("Khedli", "LOCATION"), ("Kathumar", "LOCATION"), ("Alwar", "LOCATION")]),
+])
+def test_the_sixth_batch_of_forms(ner, text, expected):
+    found = tagged(ner, text)
+    assert all(item in found for item in expected), found
+
+
+@pytest.mark.parametrize("text, not_tagged", [
+    # a law report's year, a tax year, a community, a station's generic name, a title and a locality's kind
+    ("In Arun Kumar Agrawal v. Union of India, (2013) 7 SCC 1, this Court held so.", "2013"),
+    ("Mukesh Kumar v. State of Punjab, 2015 (3) RCR (Criminal) 412, was cited.", "2015"),
+    ("Reliance was placed on AIR 1980 SC 898.", "1980"), ("See Roe v. Wade, 410 U.S. 113 (1973).", "1973"),
+    ("The assessee filed its return for the assessment year 2008-09.", "2008"),
+    ("The income for A.Y. 2015-16 was assessed.", "2015"),
+    ("Appellant: Babulal s/o Ramji Lal, by caste Meena, r/o Khedli.", "Meena"),
+    ("The FIR was registered at Police Station Sadar, Jind.", "Sadar"),
+    ("The FIR was registered at P.S. Kotwali, Karnal.", "Kotwali"),
+    ("The appellant was posted as a constable at Police Station Sadar, District Etah.", "Sadar"),
+    ("The complainant lodged the report at Police Station City Kotwali, Bhiwani.", "Kotwali"),
+    ("Appellant: Babulal, r/o Khedli, Tehsil Kathumar, District Alwar.", "Tehsil"),
+    ("The accused Nos. 1 to 3 were acquitted.", "Nos"),
+    ("The Insurance Company has failed to prove the breach.", "Company"),
+    ("The petitioner-workman was employed as a Beldar since 1998.", "Beldar"),
+])
+def test_the_sixth_batch_leaves_citations_tax_years_communities_and_generic_stations(ner, text, not_tagged):
+    assert not any(not_tagged in words.split() for words, _ in tagged(ner, text)), tagged(ner, text)
+
+
+@pytest.mark.parametrize("text", [
+    "Seen by Md. Will call back.", "MD. PLAN TO EXTUBATE.", "pt sat in chair, sun exposure", "Meds given as ordered.",
+    "Section 138 of the Negotiable Instruments Act, 1881 reads as under:", "The appeal is allowed, J.",
+    "transferred to the station at noon", "Police Station Sadar", "CVS: RRR, no murmur.",
+])
+def test_the_sixth_batch_stays_out_of_clinical_shorthand(ner, text):
+    assert tagged(ner, text) == [], tagged(ner, text)

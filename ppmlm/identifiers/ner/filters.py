@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from spacy.tokens import Span
+
 from ppmlm.identifiers.labels import HOSPITAL, LOCATION, NAME
 from ppmlm.identifiers.ner.doc_facts import GAZETTEER, DocContext, sentence_start
 from ppmlm.identifiers.ner.model_dir import read_lists
@@ -33,6 +35,8 @@ class Filters:
         self.drop_caps_org = config.get("drop_caps_org", False)
         evidence = config.get("date_evidence")
         self.date_evidence = re.compile(evidence) if evidence else None
+        period = config.get("accounting_period")
+        self.accounting_period = re.compile(period) if period else None
         self.name_prefixes = frozenset(config.get("name_prefixes", ()))
         self.hospital_not_before = frozenset(config.get("hospital_not_before", ()))
         self.time_before = frozenset(config.get("time_before", ()))
@@ -45,6 +49,9 @@ class Filters:
         self.jurisdictions = read_lists(model_dir, config.get("jurisdictions", ())) - {"and", "of"}  # their names' words
         self.party_titles = frozenset(config.get("party_titles", ()))
         self.statute_words = read_lists(model_dir, config.get("statute_words", ()))
+        self.law_reports = frozenset(config.get("law_reports", ()))
+        self.not_after = frozenset(config.get("not_after", ()))
+        self.station_words = read_lists(model_dir, config.get("station_words", ()))
         self.stoplist = frozenset()
         if config.get("stoplist"):
             lines = (model_dir / config["stoplist"]).read_text(encoding="utf-8").splitlines()
@@ -75,12 +82,29 @@ class Filters:
             return None
         return ent if (start, end) == (ent.start, ent.end) else doc[start:end]
 
+    def model_span(self, ent):
+        """"Ernakulam Town North Police Station", "Police Station Sadar": a police station the model names stands for
+        the town it serves, kept as a place without the words any district's station can have (`station_words`:
+        "Town North", "City", "Sadar"); a station named by those words alone is none."""
+        doc = ent.doc
+        if not self.station_words or ent.label_ not in self.proper_labels or not any(_station(t) for t in ent):
+            return ent
+        start, end = ent.start, ent.end
+        while end > start and (doc[end - 1].is_punct or doc[end - 1].lower_.strip(".") in self.station_words):
+            end -= 1
+        while start < end and (doc[start].is_punct or doc[start].lower_.strip(".") in self.station_words):
+            start += 1
+        return Span(doc, start, end, label="GPE") if start < end else None
+
     def trusted(self, ent, context: "DocContext") -> bool:
         """Whether a statistical entity is kept."""
         label = ent.label_
+        if ent.start and ent.doc[ent.start - 1].lower_ in self.not_after:
+            return False  # "by caste Meena": a community's name, shared by many
         if label == "DATE":
             evidence = self.date_evidence is None or self.date_evidence.search(ent.text) is not None
-            return evidence and not self._statute_year(ent) and not self._clock_time(ent)
+            return evidence and not (self._statute_year(ent) or self._clock_time(ent) or self._citation_year(ent)
+                                     or self._accounting_period(ent))
         if label not in self.proper_labels:
             return True
         tokens = [t for t in ent if not t.is_punct]
@@ -184,6 +208,22 @@ class Filters:
             i -= 1
         return i >= 0 and doc[i].lower_ in self.statute_words
 
+    def _citation_year(self, ent) -> bool:
+        """"(2013) 7 SCC 1", "2015 (3) RCR (Criminal) 412", "AIR 1980 SC 898", "410 U.S. 113 (1973)": the year of a
+        law report's volume or of a reported decision, which cites a published judgment and identifies no one."""
+        if not self.law_reports:
+            return False
+        doc = ent.doc
+        before = _words(doc[max(0, ent.start - 3):ent.start])
+        after = _words(doc[ent.end:ent.end + 4])
+        return bool(before and before[-1] in self.law_reports or after and after[0] in self.law_reports)
+
+    def _accounting_period(self, ent) -> bool:
+        """"the assessment year 2008-09", "F.Y. 2019-20": a tax or accounting year, the same for every taxpayer."""
+        if self.accounting_period is None:
+            return False
+        return self.accounting_period.search(ent.doc[max(0, ent.start - 3):ent.end].text) is not None
+
     def _caps_context(self, ent) -> bool:
         doc = ent.doc
         lo = max(0, ent.start - self.caps_window)
@@ -198,6 +238,19 @@ class Filters:
         if i < len(doc) and doc[i].lower_ in ("'s", "’s", "-"):
             i += 1
         return i < len(doc) and doc[i].lower_ in self.eponym_nouns
+
+
+def _words(tokens) -> list[str]:
+    """The words among `tokens`, lower-cased and without their dots ("U.S." -> "us"); numbers and punctuation left out."""
+    return [t.lower_.replace(".", "") for t in tokens if not t.is_punct and not t.like_num]
+
+
+def _station(token) -> bool:
+    """The last word of a police station's name: "Police Station", "Police Post", "P.S.", "Thana", "Chowki"."""
+    word = token.lower_
+    if word in ("station", "post"):
+        return token.i > 0 and token.doc[token.i - 1].lower_ == "police"
+    return word in ("p.s.", "ps", "thana", "chowki")
 
 
 def _hyphenated(ent) -> bool:

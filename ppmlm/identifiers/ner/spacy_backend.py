@@ -105,7 +105,11 @@ class SpacyNER:
                     if ent is None:
                         continue
             else:
-                mapped = self.label_map.get(label)
+                if filters is not None:
+                    ent = filters.model_span(ent)
+                    if ent is None:
+                        continue
+                mapped = self.label_map.get(ent.label_)
                 if mapped is None or (filters is not None and not filters.trusted(ent, context)):
                     continue
                 label = mapped
