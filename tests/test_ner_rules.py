@@ -785,6 +785,10 @@ def test_no_organisation_party_without_its_name_or_a_role(ner, text):
      [("TUESDAY, THE 14TH DAY OF JUNE 2022", "DATE"), ("24TH JYAISHTA, 1944", "DATE")]),
     ("Appellant: Babulal s/o Ramji Lal, r/o Khedli, Tehsil Kathumar, District Alwar.",
      [("Khedli", "LOCATION"), ("Kathumar", "LOCATION"), ("Alwar", "LOCATION")]),
+    # and its second round (clinical_found_14.txt, legal_found_11.txt)
+    ("The petition was filed by Ram Naresh Yadav.", [("Ram Naresh Yadav", "NAME")]),  # "ram" is a word too
+    ("KNOWS HE IS AT BETH ISRAEL.", [("BETH ISRAEL", "HOSPITAL")]),
+    ("On Monday Naresh Yadav appeared.", [("Monday", "DATE"), ("Naresh Yadav", "NAME")]),  # a weekday joins no name
 ])
 def test_the_sixth_batch_of_forms(ner, text, expected):
     found = tagged(ner, text)

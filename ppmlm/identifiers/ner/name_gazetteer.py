@@ -87,6 +87,9 @@ class NameGazetteer:
                     grown[-1][1] = max(grown[-1][1], end)
                 else:
                     grown.append([start, end])
+            for span in grown:  # a listed forename that is also a word before a name grown over an unlisted one
+                while span[0] and self._forename_before(doc, span[0], candidates):  # ("filed by Ram Naresh Yadav")
+                    span[0] -= 1
             spans = grown
         doc.ents = add_entities(doc, [self._span(doc, start, end) for start, end in spans])
         return doc
@@ -118,6 +121,13 @@ class NameGazetteer:
                 and not (start > 1 and self._unlisted(doc[start - 2], doc[start])):
             start -= 1
         return [start, end]
+
+    def _forename_before(self, doc, start: int, candidates: dict) -> bool:
+        """A listed name written like the name that starts at `start`, just before it, that is no month or weekday and
+        no stop word: a common word only the grown name beside it vouches for ("Ram" of "Ram Naresh Yadav")."""
+        token = doc[start - 1]
+        return start - 1 in candidates and not token.is_stop and token.lower_ not in self.always_capitalised and (
+            (token.is_title and doc[start].is_title) or (token.is_upper and doc[start].is_upper))
 
     def _unlisted(self, token, shape, initial: bool = False) -> bool:
         """A word that can only be part of the name beside it: written like it, a word of letters, no English
