@@ -789,6 +789,11 @@ def test_no_organisation_party_without_its_name_or_a_role(ner, text):
     ("The petition was filed by Ram Naresh Yadav.", [("Ram Naresh Yadav", "NAME")]),  # "ram" is a word too
     ("KNOWS HE IS AT BETH ISRAEL.", [("BETH ISRAEL", "HOSPITAL")]),
     ("On Monday Naresh Yadav appeared.", [("Monday", "DATE"), ("Naresh Yadav", "NAME")]),  # a weekday joins no name
+    # and its third round (clinical_found_15.txt)
+    ("Dr. Van der Berg from cards in to see pt.", [("Van der Berg", "NAME")]),
+    ("pt seen by Dr. de la Torre, recs d/c vanco.", [("de la Torre", "NAME")]),
+    ("Son will fly up Fri.", [("Fri.", "DATE")]), ("FRI 3/12 echo", [("FRI", "DATE")]),
+    ("PT WORKED AS A MACHINIST AT GE IN LYNN.", [("GE", "HOSPITAL"), ("LYNN", "LOCATION")]),  # not "GE IN LYNN"
 ])
 def test_the_sixth_batch_of_forms(ner, text, expected):
     found = tagged(ner, text)
@@ -819,7 +824,8 @@ def test_the_sixth_batch_leaves_citations_tax_years_communities_and_generic_stat
 @pytest.mark.parametrize("text", [
     "Seen by Md. Will call back.", "MD. PLAN TO EXTUBATE.", "pt sat in chair, sun exposure", "Meds given as ordered.",
     "Section 138 of the Negotiable Instruments Act, 1881 reads as under:", "The appeal is allowed, J.",
-    "transferred to the station at noon", "Police Station Sadar", "CVS: RRR, no murmur.",
+    "transferred to the station at noon", "Police Station Sadar", "CVS: RRR, no murmur.", "Pt had fries for lunch.",
+    "Dr. aware of de novo AF.", "MD. DE NOVO AF.",
 ])
 def test_the_sixth_batch_stays_out_of_clinical_shorthand(ner, text):
     assert tagged(ner, text) == [], tagged(ner, text)
