@@ -246,7 +246,7 @@ def _words(tokens) -> list[str]:
 
 
 def _station(token) -> bool:
-    """The last word of a police station's name: "Police Station", "Police Post", "P.S.", "Thana", "Chowki"."""
+    """A word that makes a span a police station: "Police Station", "Police Post", "P.S.", "Thana", "Chowki"."""
     word = token.lower_
     if word in ("station", "post"):
         return token.i > 0 and token.doc[token.i - 1].lower_ == "police"

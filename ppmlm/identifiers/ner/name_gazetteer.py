@@ -87,7 +87,7 @@ class NameGazetteer:
                     grown[-1][1] = max(grown[-1][1], end)
                 else:
                     grown.append([start, end])
-            for span in grown:  # a listed forename that is also a word before a name grown over an unlisted one
+            for span in grown:  # a listed forename that is also a word, before a name grown over an unlisted word
                 while span[0] and self._forename_before(doc, span[0], candidates):  # ("filed by Ram Naresh Yadav")
                     span[0] -= 1
             spans = grown
