@@ -766,7 +766,6 @@ def test_no_organisation_party_without_its_name_or_a_role(ner, text):
     assert not any(label == "HOSPITAL" for _, label in tagged(ner, text)), tagged(ner, text)
 
 
-
 @pytest.mark.parametrize("text, expected", [
     # the sixth session's batches (bench/probes/clinical_found_12.txt, _13; legal_found_9.txt, _10)
     ("Last seen at Mass Eye and Ear in April.", [("Mass Eye and Ear", "HOSPITAL")]),
