@@ -70,8 +70,9 @@ class Filters:
             return ent
         doc = ent.doc
         start, end = ent.start, ent.end
-        if ent.label_ == HOSPITAL and end < len(doc) and doc[end].lower_ in self.hospital_not_before:
-            return None
+        if ent.label_ == HOSPITAL and end < len(doc) and doc[end].lower_ in self.hospital_not_before and (
+                doc[end].text != "-" or _joins(doc[end - 1], doc[end])):
+            return None  # "hospital stay", "hospital-acquired"; not "Spaulding - Cambridge"
         if ent.label_ == HOSPITAL and ent.text.lower() in self.stoplist:
             return None  # "Civil Hospital": every district has one
         while start < end and (doc[start].is_punct or doc[start].lower_ in self.name_prefixes):
@@ -95,6 +96,14 @@ class Filters:
         while start < end and (doc[start].is_punct or doc[start].lower_.strip(".") in self.station_words):
             start += 1
         return Span(doc, start, end, label="GPE") if start < end else None
+
+    @staticmethod
+    def without_article(ent):
+        """A trusted name the model read with its article, without it ("is the Haryana Urban Development Authority").
+        Trimmed after the checks, which the article helps: "Punjab" of "the Punjab National Bank" is a WordNet word."""
+        if len(ent) > 1 and ent[0].lower_ == "the":
+            return Span(ent.doc, ent.start + 1, ent.end, label=ent.label_)
+        return ent
 
     def trusted(self, ent, context: "DocContext") -> bool:
         """Whether a statistical entity is kept."""
@@ -130,7 +139,7 @@ class Filters:
         key = text.lower()
         if key.endswith("'s"):
             key = key[:-2]
-        if key in self.stoplist:
+        if key in self.stoplist or (key.startswith("the ") and key[4:] in self.stoplist):
             return False
         if len(tokens) == 1 and self._eponym(ent):
             return False
@@ -255,11 +264,17 @@ def _station(token) -> bool:
 
 def _hyphenated(ent) -> bool:
     """The word is joined by a hyphen to a capitalised word that no gazetteer lists, as in the eponyms of two names
-    ("Melrose-Wakefield", two towns, stays)."""
+    ("Melrose-Wakefield", two towns, stays; so does the town after a dash, "Spaulding - Cambridge")."""
     doc = ent.doc
-    partners = ([doc[ent.start - 2]] if ent.start >= 2 and doc[ent.start - 1].text == "-" else []) + (
-        [doc[ent.end + 1]] if ent.end + 1 < len(doc) and doc[ent.end].text == "-" else [])
+    partners = ([doc[ent.start - 2]] if ent.start >= 2 and _joins(doc[ent.start - 2], doc[ent.start - 1]) else []) + (
+        [doc[ent.end + 1]] if ent.end + 1 < len(doc) and _joins(doc[ent.end - 1], doc[ent.end]) else [])
     return any(word.text[:1].isupper() and not word.ent_id_.startswith(GAZETTEER) for word in partners)
+
+
+def _joins(before, hyphen) -> bool:
+    """A hyphen written between two words without spaces ("Erdheim-Chester"), not a dash between phrases ("Spaulding -
+    Cambridge": an institution and its town)."""
+    return hyphen.text == "-" and not before.whitespace_ and not hyphen.whitespace_
 
 
 class EnglishForms:

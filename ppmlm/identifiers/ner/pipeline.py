@@ -7,6 +7,7 @@ import spacy
 from spacy.language import Language
 
 import ppmlm.identifiers.ner.name_gazetteer  # noqa: F401  (the modules register their spaCy factories)
+import ppmlm.identifiers.ner.name_lists  # noqa: F401
 import ppmlm.identifiers.ner.place_names  # noqa: F401
 import ppmlm.identifiers.ner.regex_ruler  # noqa: F401
 from ppmlm.identifiers.ner.doc_facts import GAZETTEER
@@ -58,7 +59,7 @@ def build_rules_pipeline(model_dir: str | Path = DEFAULT_MODEL_DIR, profile: str
 
     Components, in order: regex rules, token patterns and phrase gazetteers, place names, context
     patterns, the places' mending once more, the name gazetteer (each keeps the spans of those before it); then the
-    statistical NER, which predicts around their spans.
+    statistical NER, which predicts around their spans; then the names listed among the names found.
     """
     model_dir = Path(model_dir)
     config = pipeline_config(model_dir, profile)
@@ -102,6 +103,9 @@ def build_rules_pipeline(model_dir: str | Path = DEFAULT_MODEL_DIR, profile: str
     if first is not None:
         nlp.add_pipe("ppmlm_block_rule_ents", before=first)
         nlp.add_pipe("ppmlm_restore_rule_ents", after=first)
+        if config.get("name_lists"):
+            nlp.add_pipe("ppmlm_name_lists", after="ppmlm_restore_rule_ents",
+                         config={"model_dir": str(model_dir), "config": config["name_lists"]})
     labels = read_labels(model_dir / config["labels"])
     filters = Filters(config["filters"], model_dir) if config.get("filters") else None
     name = f"default:{model_dir.name}" + ("" if profile == DEFAULT_PROFILE else f"@{profile}")

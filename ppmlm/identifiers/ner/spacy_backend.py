@@ -112,6 +112,8 @@ class SpacyNER:
                 mapped = self.label_map.get(ent.label_)
                 if mapped is None or (filters is not None and not filters.trusted(ent, context)):
                     continue
+                if filters is not None:
+                    ent = filters.without_article(ent)
                 label = mapped
             out.append(Span(ent.start_char, ent.end_char, label))
         return out
