@@ -633,7 +633,7 @@ def test_kumari_is_a_name_after_a_name_and_an_honorific_before_one(ner, text, ex
     ("Pt's sister from Galway arriving Thurs.", [("Galway", "LOCATION")]),
     ("PT FROM REVERE, NO STAIRS.", [("REVERE", "LOCATION")]), ("Dtr flew in from Beijing.", [("Beijing", "LOCATION")]),
     ("pt speaks Portuguese only, from the Azores.", [("Azores", "LOCATION")]),
-    ("Melrose-Wakefield ED sent pt for cath.", [("Melrose", "LOCATION"), ("Wakefield", "LOCATION")]),
+    ("Melrose-Wakefield ED sent pt for cath.", [("Melrose-Wakefield", "HOSPITAL")]),  # hospitals.txt
     ("CABG @ BI in '97.", [("BI", "HOSPITAL")]), ("PCI at BWH in 1999.", [("BWH", "HOSPITAL")]),
     ("pt's wife called from work (Fidelity), will come after 5.", [("Fidelity", "HOSPITAL")]),
     ("transfer to Stoneman 7 vs Farr 11 pending bed.", [("Stoneman 7", "LOCATION"), ("Farr 11", "LOCATION")]),
@@ -659,7 +659,7 @@ def test_kumari_is_a_name_after_a_name_and_an_honorific_before_one(ner, text, ex
     ("TRANSFERRED FROM ST. ANNE'S IN FALL RIVER FOR CATH.", [("FALL RIVER", "LOCATION")]),
     ("moved from Baton Rouge in 1990.", [("Baton Rouge", "LOCATION")]),
     ("Pt flew in from Dar es Salaam.", [("Dar es Salaam", "LOCATION")]),
-    ("CT head done at Caritas Norwood, neg per report.", [("Caritas", "HOSPITAL")]),
+    ("CT head done at Caritas Norwood, neg per report.", [("Caritas Norwood", "HOSPITAL")]),
     ("PMH: DM, HTN, L CEA 3/98, R fem-pop '01.", [("3/98", "DATE")]),
     ("Pt was at Youville rehab x 2 wks in Oct.", [("Oct.", "DATE")]),
     ("Seen by PT, will see again Fri.", [("Fri", "DATE")]),
